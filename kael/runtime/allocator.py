@@ -58,6 +58,7 @@ def _bucket_sizes() -> list[int]:
 
 
 _BUCKETS = _bucket_sizes()
+_DESCENDING = _BUCKETS[::-1]
 
 
 _instances: weakref.WeakSet = weakref.WeakSet()  # every allocator, recounted after fork()
@@ -161,44 +162,63 @@ class CachingAllocator:
                     self._trim(capacity)  # another thread passed the same check meanwhile
                 return
         with self._lock:
-            if self._cache(ptr, capacity):
-                return
-            self._reserved -= capacity
-        self._system_free(ptr)
+            cached, evicted = self._cache(ptr, capacity)
+            if not cached:
+                self._reserved -= capacity
+        for block in evicted:  # outside the lock: a device's free may synchronize
+            self._system_free(block)
+        if not cached:
+            self._system_free(ptr)
 
-    def _cache(self, ptr: int, capacity: int) -> bool:
-        """Put a released block in its free list (counted), unless caching is off, the cache
-        is full or the list cannot grow. A full cache first frees cached blocks larger than
-        this one, largest first: a few big one-off buffers (a sort's scratch) would otherwise
-        leave every later size to the system, its pages faulted in again at each call
-        (16M scatter_reduce after a sort: 30 -> 39 ms)."""
-        if not _enabled:
-            return False
-        if self._cached + capacity > MAX_CACHED_BYTES:
-            self._free_larger(capacity)
-        if self._cached + capacity > MAX_CACHED_BYTES:
-            return False
+    def _cache(self, ptr: int, capacity: int) -> tuple[bool, list[int]]:
+        """Under the lock: put a released block in its free list (counted) unless caching is
+        off, the cache is full or the list cannot grow; (whether it did, the cached blocks
+        taken out to make room, which the caller frees once it has left the lock). A full
+        cache first gives up cached blocks larger than this one, largest first: a few big
+        one-off buffers (a sort's scratch) would otherwise leave every later size to the
+        system, its pages faulted in again at each call (16M scatter_reduce after a sort: 30
+        -> 39 ms). The cost of the trade: a loop whose blocks together exceed the cap gives
+        up its largest one each step instead of its last one."""
         blocks = self._free.get(capacity)
-        if blocks is None:
-            return False
+        if not _enabled or blocks is None:
+            return False, []
+        evicted = self._take_larger(capacity)
+        if self._cached + capacity > MAX_CACHED_BYTES:
+            return False, evicted
         try:
             blocks.append(ptr)  # atomic, as pop is
         except MemoryError:
-            return False
+            return False, evicted
         self._cached += capacity
-        return True
+        if self._cached > MAX_CACHED_BYTES:  # a lock-free release landed meanwhile
+            evicted += self._taken(capacity, 1)
+        return True, evicted
 
-    def _free_larger(self, capacity: int) -> None:
-        """Free cached blocks larger than `capacity`, largest first, until one of `capacity`
-        fits under the cap (or none is left)."""
-        for larger in reversed(_BUCKETS):
-            if larger <= capacity:
-                return
-            while self._cached + capacity > MAX_CACHED_BYTES:
-                if not self._trim(larger):
-                    break
-            if self._cached + capacity <= MAX_CACHED_BYTES:
-                return
+    def _take_larger(self, capacity: int) -> list[int]:
+        """Cached blocks larger than `capacity` (largest first, none above the cap) taken out
+        until one of `capacity` fits under the cap, or none is left; counted as freed."""
+        taken: list[int] = []
+        for larger in _DESCENDING:
+            if self._cached + capacity <= MAX_CACHED_BYTES or larger <= capacity:
+                break
+            if larger <= MAX_CACHED_BYTES and self._free[larger]:
+                over = self._cached + capacity - MAX_CACHED_BYTES
+                taken += self._taken(larger, -(-over // larger))
+        return taken
+
+    def _taken(self, capacity: int, count: int) -> list[int]:
+        """Up to `count` cached blocks of `capacity` popped and counted as freed (a lock-free
+        hit may take some meanwhile)."""
+        taken = []
+        blocks = self._free[capacity]
+        for _ in range(count):
+            try:
+                taken.append(blocks.pop())
+            except IndexError:
+                break
+            self._cached -= capacity
+            self._reserved -= capacity
+        return taken
 
     def _trim(self, capacity: int) -> bool:
         """Free one cached block of `capacity` bytes to the system; False if none is cached

@@ -530,3 +530,52 @@ def test_a_full_cache_keeps_smaller_blocks_and_frees_a_larger_release(fake, monk
     allocator.release(big, 1024)
     assert system.freed == [big]
     assert allocator._free[512] == small and allocator.stats()["cached_bytes"] == 1024
+
+
+def test_blocks_given_up_for_room_are_freed_outside_the_lock(fake, monkeypatch):
+    """A device's free may synchronize it: no system free runs under the allocator's lock,
+    neither the larger blocks a release gives up nor a block the cache refuses."""
+    system, allocator = fake
+    held = []
+    monkeypatch.setattr(
+        allocator,
+        "_system_free",
+        lambda ptr: (held.append(allocator._lock._is_owned()), system.free(ptr)),
+    )
+    _scale_cap(allocator, monkeypatch, 2048)
+    big, *small = (allocator.allocate(c) for c in (1024, 512, 512, 512))
+    allocator.release(big, 1024)
+    allocator.release(small[0], 512)
+    allocator.release(small[1], 512)
+    allocator.release(small[2], 512)  # gives up `big`
+    huge = allocator.allocate(4096)
+    allocator.release(huge, 4096)  # refused: nothing larger to give up
+    assert system.freed == [big, huge] and held == [False, False]
+
+
+def test_a_lock_free_release_racing_the_locked_one_leaves_the_cache_at_its_cap(fake, monkeypatch):
+    """The locked path appends after its cap check; a lock-free release that lands in
+    between makes it give a block of its size back."""
+    system, allocator = fake
+    big, *small, other = (allocator.allocate(c) for c in (1024, 512, 512, 512, 1024))
+    _scale_cap(allocator, monkeypatch, 2048)
+    for block, capacity in ((big, 1024), (small[0], 512), (small[1], 512)):
+        allocator.release(block, capacity)
+
+    class Racing(dict):
+        raced = False
+
+        def get(self, capacity, default=None):
+            if not Racing.raced:
+                Racing.raced = True
+                allocator._free[1024].append(other)  # the lock-free branch, inlined
+                allocator._cached += 1024
+            return super().get(capacity, default)
+
+    allocator._free = Racing(allocator._free)
+    allocator.release(small[2], 512)
+    stats = allocator.stats()
+    assert Racing.raced and stats["cached_bytes"] <= 2048
+    assert stats["cached_bytes"] == stats["reserved_bytes"]  # nothing in use, nothing lost
+    cached = [ptr for blocks in allocator._free.values() for ptr in blocks]
+    assert sorted(cached + system.freed) == sorted([big, *small, other])  # each block once
