@@ -224,14 +224,10 @@ class CachingAllocator:
         """Free one cached block of `capacity` bytes to the system; False if none is cached
         (one pop under the lock: a lock-free hit may take blocks meanwhile)."""
         with self._lock:
-            try:
-                ptr = self._free[capacity].pop()
-            except IndexError:
-                return False
-            self._cached -= capacity
-            self._reserved -= capacity
-        self._system_free(ptr)
-        return True
+            taken = self._taken(capacity, 1)
+        for ptr in taken:
+            self._system_free(ptr)
+        return bool(taken)
 
     def _recount(self) -> None:
         """In a forked child: counters made whole again. A thread switched out between a

@@ -65,7 +65,7 @@ class Program:
     """Steps run in order; the scratch they use (`keep`); and the words that address the
     memory the program works on (see bind)."""
 
-    __slots__ = ("steps", "keep", "kept_bytes", "_moves", "_bases", "_shared", "_beside")
+    __slots__ = ("steps", "keep", "kept_bytes", "_moves", "_bases", "_shared")
 
     def __init__(self) -> None:
         self.steps: list[Step] = []
@@ -73,8 +73,8 @@ class Program:
         self.kept_bytes = 0
         self._moves: list[tuple[array.array, int, int, int]] = []
         self._bases: tuple[int, ...] = ()
-        self._shared = (0, 0)  # (address, bytes) of the buffer `shared` hands out
-        self._beside = (0, 0)  # and of the one for steps beside those
+        # (address, bytes) of the buffer `shared` hands out, and of the one beside it
+        self._shared = [(0, 0), (0, 0)]
 
     def buffer(self, nbytes: int) -> int:
         """The address of `nbytes` of scratch that lives as long as the program (0 for 0)."""
@@ -85,14 +85,9 @@ class Program:
         using it (a product's packing, one product after another): one buffer for all,
         replaced by a larger one where a step asks for more (0 for 0). `beside`: another
         such buffer, for the steps chained beside those (a look-ahead's)."""
-        held = self._beside if beside else self._shared
-        if nbytes > held[1]:
-            held = (self.buffer(nbytes), nbytes)
-            if beside:
-                self._beside = held
-            else:
-                self._shared = held
-        return held[0] if nbytes else 0
+        if nbytes > self._shared[beside][1]:
+            self._shared[beside] = (self.buffer(nbytes), nbytes)
+        return self._shared[beside][0] if nbytes else 0
 
     def scratch(self, count: int, dtype: DType) -> TensorImpl:
         """`count` elements of scratch that live as long as the program."""
