@@ -25,10 +25,12 @@ from kael.runtime.errors import TypeError as _TypeError
 from kael.runtime.errors import ValueError as _ValueError
 
 __all__ = [
-    "DeviceProperties", "Event", "Stream", "amp", "current_device", "current_stream", "default_stream", "device_count",
-    "empty_cache", "get_device_capability", "get_device_name", "get_device_properties",
-    "initial_seed", "is_available", "is_initialized", "manual_seed", "manual_seed_all",
-    "memory_allocated", "memory_reserved", "record_stream", "seed", "seed_all", "set_device", "stream",
+    "DeviceProperties", "Event", "Stream", "amp", "current_device", "current_stream", "default_stream", "device",
+    "device_count", "empty_cache", "get_device_capability", "get_device_name", "get_device_properties",
+    "get_rng_state", "get_rng_state_all", "initial_seed", "is_available", "is_bf16_supported", "is_initialized",
+    "manual_seed", "manual_seed_all", "max_memory_allocated", "max_memory_reserved", "mem_get_info",
+    "memory_allocated", "memory_reserved", "memory_stats", "memory_summary", "record_stream",
+    "reset_peak_memory_stats", "seed", "seed_all", "set_device", "set_rng_state", "set_rng_state_all", "stream",
     "synchronize",
 ]  # fmt: skip
 
@@ -284,6 +286,33 @@ def get_device_name(device=None) -> str:
     return get_device_properties(device).name
 
 
+def is_bf16_supported(including_emulation: bool = True) -> bool:
+    """Whether the GPU computes in bfloat16: kael's PTX is for sm_90, where bfloat16 is
+    native, so whenever a GPU is usable (`including_emulation` is taken for torch's
+    signature); False without one."""
+    return is_available()
+
+
+class device:
+    """Context manager that selects a GPU for its block, as torch.cuda.device: kael drives
+    device 0 alone, so it checks the device named (None or a negative index: no-op)."""
+
+    __slots__ = ("idx",)
+
+    def __init__(self, device) -> None:
+        if device is None or (isinstance(device, int) and device < 0):
+            self.idx = -1
+        else:
+            _one_device(device, "device")
+            self.idx = 0
+
+    def __enter__(self) -> device:
+        return self
+
+    def __exit__(self, *exc) -> None:
+        return None
+
+
 def get_device_capability(device=None) -> tuple[int, int]:
     """The GPU's compute capability (major, minor): (9, 0) for an H100."""
     props = get_device_properties(device)
@@ -315,6 +344,48 @@ def memory_allocated(device=None) -> int:
 def memory_reserved(device=None) -> int:
     """Bytes of GPU memory the caching allocator holds, in use or cached; 0 without a GPU."""
     return _stat(device, "reserved_bytes", "memory_reserved")
+
+
+def max_memory_allocated(device=None) -> int:
+    """The most bytes of GPU memory in tensors at once since the start or the last
+    reset_peak_memory_stats; 0 without a GPU."""
+    return _stat(device, "peak_in_use_bytes", "max_memory_allocated")
+
+
+def max_memory_reserved(device=None) -> int:
+    """The most bytes of GPU memory the caching allocator held at once since the start or
+    the last reset_peak_memory_stats; 0 without a GPU."""
+    return _stat(device, "peak_reserved_bytes", "max_memory_reserved")
+
+
+def reset_peak_memory_stats(device=None) -> None:
+    """Start max_memory_allocated and max_memory_reserved again from the bytes now."""
+    _stat(device, "peak_in_use_bytes", "reset_peak_memory_stats")
+    if is_available():
+        _allocator_for(_CUDA).reset_peaks()
+
+
+def memory_stats(device=None) -> dict[str, int]:
+    """The GPU allocator's statistics, kael's names (kael.memory_stats("cuda")): bytes in
+    use, cached, reserved and their peaks, hits and misses; {} without a GPU, as torch's."""
+    _stat(device, "in_use_bytes", "memory_stats")
+    return _allocator_for(_CUDA).stats() if is_available() else {}
+
+
+def memory_summary(device=None, abbreviated: bool = False) -> str:
+    """memory_stats as a table, one statistic a line (`abbreviated` is taken for torch's
+    signature: kael's table is short already)."""
+    stats = memory_stats(device)
+    width = max(map(len, stats), default=0)
+    lines = [f"{name:<{width}}  {value:>16,}" for name, value in stats.items()]
+    return "\n".join(["kael CUDA caching allocator", *(lines or ["no GPU"])])
+
+
+def mem_get_info(device=None) -> tuple[int, int]:
+    """(free, total) bytes of the GPU's memory as its driver counts them; kael.Error
+    without a GPU."""
+    _one_device(device, "mem_get_info")
+    return _driver.mem_info()
 
 
 # ---- random numbers ---------------------------------------------------------------------------
@@ -353,6 +424,40 @@ def initial_seed() -> int:
     from kael.frontend import random
 
     return random.initial_seed()
+
+
+def get_rng_state(device="cuda"):
+    """The state of the generator GPU draws use (kael's default one), as kael.get_rng_state;
+    kael.Error without a GPU."""
+    _one_device(device, "get_rng_state")
+    from kael.frontend import random
+
+    return random.get_rng_state()
+
+
+def set_rng_state(new_state, device="cuda") -> None:
+    """Restore the generator GPU draws use to a state get_rng_state returned; kael.Error
+    without a GPU."""
+    _one_device(device, "set_rng_state")
+    from kael.frontend import random
+
+    random.set_rng_state(new_state)
+
+
+def get_rng_state_all() -> list:
+    """Each GPU's generator state: kael's one GPU's."""
+    return [get_rng_state()]
+
+
+def set_rng_state_all(new_states) -> None:
+    """Restore each GPU's generator from get_rng_state_all's list (one state, kael's one GPU)."""
+    states = list(new_states)
+    if len(states) != device_count():
+        raise _ValueError(
+            f"set_rng_state_all(): expected {device_count()} state(s), got {len(states)}"
+        )
+    for state in states:
+        set_rng_state(state)
 
 
 amp = _types.SimpleNamespace(autocast=_autocast.for_device("cuda", _float16))

@@ -21,10 +21,17 @@ def test_queries_answer_as_torch_without_a_gpu():
         return  # the gpu tests below cover this side
     assert cuda.memory_allocated() == 0 and cuda.memory_reserved() == 0
     assert cuda.memory_allocated("cuda:0") == 0
+    assert cuda.max_memory_allocated() == 0 and cuda.max_memory_reserved("cuda") == 0
+    assert cuda.memory_stats() == {} and "no GPU" in cuda.memory_summary()
+    assert cuda.is_bf16_supported() is False
+    cuda.reset_peak_memory_stats()
     cuda.empty_cache()
-    for call in (cuda.current_device, cuda.get_device_name, cuda.initial_seed):
+    calls = (cuda.current_device, cuda.get_device_name, cuda.initial_seed, cuda.mem_get_info)
+    for call in (*calls, cuda.get_rng_state, lambda: cuda.device(0)):
         with pytest.raises(kael.Error, match="CUDA is not available"):
             call()
+    with cuda.device(None), cuda.device(-1):  # torch's no-ops
+        pass
 
 
 def test_seeding_the_gpu_without_one_leaves_the_cpu_stream_alone():
@@ -72,6 +79,52 @@ def test_gpu_memory_counters_follow_tensors():
     del x
     cuda.empty_cache()
     assert cuda.memory_allocated() == before
+
+
+@pytest.mark.gpu
+def test_gpu_peak_counters_hold_the_most_in_use_until_reset():
+    cuda.empty_cache()
+    cuda.reset_peak_memory_stats()
+    base = cuda.memory_allocated()
+    assert cuda.max_memory_allocated() == base
+    x = kael.ones(1 << 18, device="cuda")
+    peak = cuda.max_memory_allocated()
+    assert peak >= base + x.numel() * 4 and cuda.max_memory_reserved() >= cuda.memory_reserved()
+    del x
+    assert cuda.memory_allocated() == base < peak == cuda.max_memory_allocated()
+    cuda.reset_peak_memory_stats("cuda:0")
+    assert cuda.max_memory_allocated() == base
+    stats = cuda.memory_stats()
+    assert stats == kael.memory_stats("cuda") and stats["peak_in_use_bytes"] == base
+    assert "peak_reserved_bytes" in cuda.memory_summary()
+
+
+@pytest.mark.gpu
+def test_gpu_mem_get_info_is_free_then_total():
+    free, total = cuda.mem_get_info()
+    assert 0 < free <= total == cuda.get_device_properties().total_memory
+
+
+@pytest.mark.gpu
+def test_gpu_rng_state_round_trips_the_draws():
+    state = cuda.get_rng_state()
+    first = kael.rand(8, device="cuda")
+    cuda.set_rng_state(state)
+    assert kael.equal(kael.rand(8, device="cuda"), first)
+    cuda.set_rng_state_all(cuda.get_rng_state_all())
+    with pytest.raises(kael.ValueError, match="expected 1 state"):
+        cuda.set_rng_state_all([state, state])
+
+
+@pytest.mark.gpu
+def test_gpu_device_context_takes_device_zero():
+    assert cuda.is_bf16_supported()
+    with cuda.device("cuda:0"), cuda.device(0):
+        assert cuda.current_device() == 0
+    with pytest.raises(
+        kael.ValueError, match="device\\(\\): kael drives one GPU, cuda:0; got device 1"
+    ):
+        cuda.device(1)
 
 
 @pytest.mark.gpu

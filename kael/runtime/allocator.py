@@ -282,6 +282,10 @@ class DeviceAllocator(CachingAllocator):
         self._streams: dict[int, set] = {}  # block -> streams other than null that used it
         self._pending: list[tuple[int, int, list]] = []  # (block, capacity, events)
         self._exact: dict[int, int] = {}  # blocks outside the buckets -> their bytes
+        # The most bytes in use and reserved since the start or reset_peaks (torch.cuda's
+        # max_memory_allocated and max_memory_reserved); kept here only, off the host's
+        # lock-free hot path
+        self._peak_in_use = self._peak_reserved = 0
 
     lock_free_cap = property(lambda self: -1, lambda self, value: None)
     # Device memory: work on the current stream uses a block from its allocation, and the
@@ -306,6 +310,9 @@ class DeviceAllocator(CachingAllocator):
                 self._reserved += exact
         if self.marks_allocating_stream:
             self.record_stream(ptr, cuda_driver.current_stream())
+        with self._lock:
+            self._peak_in_use = max(self._peak_in_use, self._reserved - self._cached)
+            self._peak_reserved = max(self._peak_reserved, self._reserved)
         return ptr
 
     def record_stream(self, ptr: int, stream) -> None:
@@ -370,6 +377,20 @@ class DeviceAllocator(CachingAllocator):
     def empty_cache(self) -> int:
         self._collect(wait=True)
         return super().empty_cache()
+
+    def stats(self) -> dict[str, int]:
+        """CachingAllocator.stats, and the peaks: peak_in_use_bytes, peak_reserved_bytes."""
+        with self._lock:
+            return {
+                **super().stats(),
+                "peak_in_use_bytes": self._peak_in_use,
+                "peak_reserved_bytes": self._peak_reserved,
+            }
+
+    def reset_peaks(self) -> None:
+        """Start the peaks again from the bytes in use and reserved now."""
+        with self._lock:
+            self._peak_in_use, self._peak_reserved = self._reserved - self._cached, self._reserved
 
 
 class PinnedAllocator(DeviceAllocator):
