@@ -145,6 +145,7 @@ from kael.runtime.errors import (
     IndexError,
     KeyError,
     NotImplementedError,
+    OutOfMemoryError,
     TypeError,
     ValueError,
 )
@@ -218,6 +219,7 @@ __all__ = [
     "IndexError",
     "KeyError",
     "NotImplementedError",
+    "OutOfMemoryError",
     "Tensor",
     "TypeError",
     "UntypedStorage",

@@ -7,7 +7,6 @@ that stream only, and `Event`s order streams and time their work.
 
 from __future__ import annotations
 
-import builtins as _builtins
 import contextlib as _contextlib
 import types as _types
 from collections.abc import Iterator as _Iterator
@@ -21,11 +20,12 @@ from kael.runtime.device import cuda_is_available as is_available
 from kael.runtime.device import cuda_synchronize as synchronize
 from kael.runtime.dtypes import float16 as _float16
 from kael.runtime.errors import Error as _Error
+from kael.runtime.errors import OutOfMemoryError
 from kael.runtime.errors import TypeError as _TypeError
 from kael.runtime.errors import ValueError as _ValueError
 
 __all__ = [
-    "DeviceProperties", "Event", "Stream", "amp", "current_device", "current_stream", "default_stream", "device",
+    "DeviceProperties", "Event", "OutOfMemoryError", "Stream", "amp", "current_device", "current_stream", "default_stream", "device",
     "device_count", "empty_cache", "get_device_capability", "get_device_name", "get_device_properties",
     "get_rng_state", "get_rng_state_all", "initial_seed", "is_available", "is_bf16_supported", "is_initialized",
     "manual_seed", "manual_seed_all", "max_memory_allocated", "max_memory_reserved", "mem_get_info",
@@ -80,10 +80,12 @@ class Stream:
         self.wait_event(_arg(other, Stream, "wait_stream").record_event())
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Stream) and _key(other._handle) == _key(self._handle)
+        return isinstance(other, Stream) and _driver.stream_key(
+            other._handle
+        ) == _driver.stream_key(self._handle)
 
     def __hash__(self) -> int:
-        return hash(("stream", _key(self._handle)))
+        return hash(("stream", _driver.stream_key(self._handle)))
 
     def __repr__(self) -> str:
         return (
@@ -94,17 +96,6 @@ class Stream:
 
 
 _handles: list = []  # every stream made: never destroyed (see Stream)
-
-
-def _key(handle) -> int:
-    """A stream handle's identity: the driver's pointer value (cuda-python's CUstream is
-    int()-able), else the handle object (the emulator's); 0 for the null stream."""
-    if handle is None:
-        return 0
-    try:
-        return int(handle)
-    except _builtins.TypeError:  # kael's TypeError shadows the builtin here
-        return id(handle)
 
 
 class Event:

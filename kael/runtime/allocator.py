@@ -16,7 +16,7 @@ from collections.abc import Callable
 
 from kael.runtime import cuda_driver, sync
 from kael.runtime.device import Device, parse_device
-from kael.runtime.errors import Error, ValueError
+from kael.runtime.errors import Error, OutOfMemoryError, ValueError
 
 ALIGNMENT = 64  # a cache line, and a multiple of every SIMD width up to AVX-512
 SMALL_STEP = 512  # small requests round up to a multiple of this...
@@ -116,8 +116,10 @@ class CachingAllocator:
                     return ptr
         with self._lock:
             ptr = self._hit(capacity)
-        if ptr:
-            return ptr
+        return ptr or self._miss(capacity)
+
+    def _miss(self, capacity: int) -> int:
+        """A new block of `capacity` bytes from the system, counted as a miss."""
         ptr = self._allocate_from_system(capacity)
         with self._lock:
             self._misses += 1
@@ -260,60 +262,99 @@ class CachingAllocator:
 
 
 class DeviceAllocator(CachingAllocator):
-    """The CUDA allocator: a CachingAllocator whose blocks keep the streams that used them.
+    """The CUDA allocator: a CachingAllocator with a pool per stream, as PyTorch's, whose
+    blocks keep the other streams that used them.
 
-    A block allocated while a stream other than the null one is current, or marked with
-    `record_stream`, goes back to the cache only once the work queued on those streams at
-    its release has finished (an event recorded on each, queried at the next allocation,
-    waited for by empty_cache): another stream never gets a block whose last kernels may
-    still run. Blocks only the null stream used are cached at once, as the null stream
-    orders itself with every other (kael's streams are created blocking). Every release
-    takes the locked path (lock_free_cap is -1), which costs little next to a GPU launch.
+    A block allocated while a stream other than the null one is current belongs to that
+    stream: released, it goes to that stream's own pool, and only allocations on it get it
+    again, queued after its last kernels. Null-stream blocks go to the shared lists, which
+    only null-stream allocations draw from: the null stream orders itself with every other
+    (kael's streams are created blocking), so a block a side stream may still read, even
+    unmarked, never reaches another stream (x made on the null stream, read on s1, freed:
+    an allocation on s2 must not get it). A block marked with `record_stream` goes back to
+    its pool only once the work queued on the marked streams at its release has finished
+    (an event recorded on each, queried at the next allocation, waited for by
+    empty_cache). Every release takes the locked path (lock_free_cap is -1), which costs
+    little next to a GPU launch.
 
     Device memory cannot be overcommitted, so a request whose power-of-two bucket the
     device cannot hold even with the cache freed (a tensor over half the device, or over
     half what is free) gets a block of its own bytes, rounded up to EXACT_STEP, instead of
     failing: such a block is never cached (no bucket fits it) and goes back to the device
-    when released.
+    when released. A request nothing can hold is a kael.OutOfMemoryError naming its bytes.
     """
 
     def __init__(self, name: str, system_alloc, system_free) -> None:
         super().__init__(name, system_alloc, system_free)
-        self._streams: dict[int, set] = {}  # block -> streams other than null that used it
+        self._streams: dict[int, set] = {}  # block -> the streams record_stream marked
         self._pending: list[tuple[int, int, list]] = []  # (block, capacity, events)
         self._exact: dict[int, int] = {}  # blocks outside the buckets -> their bytes
+        self._home: dict[int, int] = {}  # block -> the key of the side stream it belongs to
+        self._pools: dict[tuple[int, int], list[int]] = {}  # (stream key, capacity) -> blocks
         # The most bytes in use and reserved since the start or reset_peaks (torch.cuda's
         # max_memory_allocated and max_memory_reserved); kept here only, off the host's
         # lock-free hot path
         self._peak_in_use = self._peak_reserved = 0
 
     lock_free_cap = property(lambda self: -1, lambda self, value: None)
-    # Device memory: work on the current stream uses a block from its allocation, and the
-    # null stream orders itself with every other, so it needs no mark (PinnedAllocator: both
-    # the other way round).
-    marks_allocating_stream = True
+    # Device memory: a block belongs to the stream it was allocated on, and the null stream
+    # orders itself with every other, so it needs no mark (PinnedAllocator: host memory, no
+    # stream's, marked for the null stream's copies too).
+    pools_per_stream = True
     null_stream_needs_mark = False
 
     def allocate(self, capacity: int, nbytes: int = 0) -> int:
         if self._pending:
             self._collect(wait=False)
+        key = cuda_driver.stream_key(cuda_driver.current_stream()) if self.pools_per_stream else 0
         try:
-            ptr = super().allocate(capacity)
-        except Error:
-            exact = -(-nbytes // EXACT_STEP) * EXACT_STEP
-            if not 0 < exact < capacity:
-                raise
-            ptr = self._system_alloc(exact)  # its error names the bytes asked for and free
-            with self._lock:
-                self._exact[ptr] = exact
-                self._misses += 1
-                self._reserved += exact
-        if self.marks_allocating_stream:
-            self.record_stream(ptr, cuda_driver.current_stream())
+            try:
+                ptr = self._stream_allocate(key, capacity) if key else super().allocate(capacity)
+            except OutOfMemoryError:
+                ptr = self._allocate_exact(capacity, nbytes)
+        except OutOfMemoryError:
+            raise self._out_of_memory(nbytes or capacity) from None
         with self._lock:
+            if key:
+                self._home[ptr] = key
             self._peak_in_use = max(self._peak_in_use, self._reserved - self._cached)
             self._peak_reserved = max(self._peak_reserved, self._reserved)
         return ptr
+
+    def _stream_allocate(self, key: int, capacity: int) -> int:
+        """A block of `capacity` bytes for the side stream `key`: from its own pool, else new."""
+        with self._lock:
+            blocks = self._pools.get((key, capacity))
+            if blocks:
+                self._cached -= capacity
+                self._hits += 1
+                return blocks.pop()
+        return self._miss(capacity)
+
+    def _allocate_exact(self, capacity: int, nbytes: int) -> int:
+        """A block of `nbytes` rounded up to EXACT_STEP, where that is less than its bucket
+        (OutOfMemoryError otherwise: the bucket's own refusal stands)."""
+        exact = -(-nbytes // EXACT_STEP) * EXACT_STEP
+        if not 0 < exact < capacity:
+            raise OutOfMemoryError(f"cannot allocate {capacity} bytes")
+        ptr = self._system_alloc(exact)
+        with self._lock:
+            self._exact[ptr] = exact
+            self._misses += 1
+            self._reserved += exact
+        return ptr
+
+    def _out_of_memory(self, nbytes: int) -> OutOfMemoryError:
+        """The error for a request of `nbytes` that nothing could hold: it and the device's
+        free bytes, and what kael holds (its cache was freed before the last try)."""
+        free, total = cuda_driver.mem_info()
+        held = self.stats()["in_use_bytes"]
+        gib = cuda_driver.gib
+        return OutOfMemoryError(
+            f"CUDA out of memory: cannot allocate {nbytes} bytes ({gib(nbytes)}); the device"
+            f" has {free} bytes ({gib(free)}) free of {total} ({gib(total)}), and kael's"
+            f" tensors hold {held} bytes ({gib(held)})"
+        )
 
     def record_stream(self, ptr: int, stream) -> None:
         """Mark block `ptr` as used by `stream` (None: the null stream)."""
@@ -359,15 +400,27 @@ class DeviceAllocator(CachingAllocator):
                     self._pending.extend(kept + pending)
 
     def _give_back(self, ptr: int, capacity: int) -> None:
-        """A block no stream uses any more: to its bucket's cache, or, for a block of its
-        own size, to the device."""
+        """A block no other stream uses any more: to its stream's pool (the shared lists for
+        the null stream's), or, for a block of its own size or over the cap, to the device."""
         with self._lock:
             exact = self._exact.pop(ptr, 0)
+            key = self._home.pop(ptr, 0)
             self._reserved -= exact
-        if exact:
+            pooled = not exact and key and self._pool(key, ptr, capacity)
+        if exact or (key and not pooled):
             self._system_free(ptr)
-        else:
+        elif not key:
             super().release(ptr, capacity)
+
+    def _pool(self, key: int, ptr: int, capacity: int) -> bool:
+        """Under the lock: cache a side stream's block in its pool (counted), unless caching
+        is off or the cache is full (then counted as freed: the caller frees it)."""
+        if _enabled and self._cached + capacity <= MAX_CACHED_BYTES:
+            self._pools.setdefault((key, capacity), []).append(ptr)
+            self._cached += capacity
+            return True
+        self._reserved -= capacity
+        return False
 
     def pending_bytes(self) -> int:
         """Bytes released but not yet reusable: their streams may still use them."""
@@ -376,7 +429,19 @@ class DeviceAllocator(CachingAllocator):
 
     def empty_cache(self) -> int:
         self._collect(wait=True)
-        return super().empty_cache()
+        with self._lock:
+            pools, self._pools = self._pools, {}
+            freed = [(ptr, capacity) for (_, capacity), blocks in pools.items() for ptr in blocks]
+            total = sum(capacity for _, capacity in freed)
+            self._cached -= total
+            self._reserved -= total
+        for ptr, _ in freed:
+            self._system_free(ptr)
+        return total + super().empty_cache()
+
+    def _recount(self) -> None:
+        super()._recount()
+        self._cached += sum(capacity * len(b) for (_, capacity), b in self._pools.items())
 
     def stats(self) -> dict[str, int]:
         """CachingAllocator.stats, and the peaks: peak_in_use_bytes, peak_reserved_bytes."""
@@ -398,7 +463,7 @@ class PinnedAllocator(DeviceAllocator):
     with `record_stream` (the null stream too: the host may write the block as soon as the
     allocator hands it out again), and the block is reused only once that copy is done."""
 
-    marks_allocating_stream = False  # a host allocation is no stream's work
+    pools_per_stream = False  # a host allocation is no stream's work
     null_stream_needs_mark = True
 
 
@@ -420,7 +485,7 @@ def _host_functions() -> tuple[Callable[[int], int], Callable[[int], None]]:
         huge = nbytes >= HUGE_PAGE
         align = HUGE_PAGE if huge else ALIGNMENT
         if memalign(ctypes.byref(out), align, nbytes) != 0 or not out.value:
-            raise Error(f"out of memory: cannot allocate {nbytes} bytes on the host")
+            raise OutOfMemoryError(f"out of memory: cannot allocate {nbytes} bytes on the host")
         if huge:
             # Streaming kernels run faster on 2 MiB pages: fewer TLB misses, and hardware
             # prefetchers stop at page boundaries. A refusal only costs that speed.

@@ -13,7 +13,7 @@ import os
 import threading
 
 from kael.runtime import cubin, launches, sync
-from kael.runtime.errors import Error
+from kael.runtime.errors import Error, OutOfMemoryError
 
 _UNAVAILABLE = "CUDA is not available: no NVIDIA driver or GPU was found"
 
@@ -155,10 +155,10 @@ def mem_alloc(nbytes: int) -> int:
     result = driver.cuMemAlloc(nbytes)
     if result[0] == driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY:
         free, total = mem_info()
-        raise Error(
+        raise OutOfMemoryError(
             f"cuMemAlloc failed: {_error_text(driver, result[0])}: cannot allocate {nbytes}"
-            f" bytes ({_gib(nbytes)}); the device has {free} bytes ({_gib(free)}) free of"
-            f" {total} ({_gib(total)})"
+            f" bytes ({gib(nbytes)}); the device has {free} bytes ({gib(free)}) free of"
+            f" {total} ({gib(total)})"
         )
     (ptr,) = _call(driver, "cuMemAlloc", result)
     return int(ptr)
@@ -171,7 +171,8 @@ def mem_info() -> tuple[int, int]:
     return int(free), int(total)
 
 
-def _gib(nbytes: int) -> str:
+def gib(nbytes: int) -> str:
+    """`nbytes` in GiB, for messages."""
     return f"{nbytes / (1 << 30):.2f} GiB"
 
 
@@ -248,6 +249,17 @@ def memcpy_dtod(dst: int, src: int, nbytes: int) -> None:
 def current_stream():
     """This thread's current stream handle (None: the null stream)."""
     return getattr(_thread, "stream", None)
+
+
+def stream_key(handle) -> int:
+    """A stream handle's identity: the driver's pointer value (cuda-python's CUstream is
+    int()-able), else the handle object's (the emulator's); 0 for the null stream."""
+    if handle is None:
+        return 0
+    try:
+        return int(handle)
+    except (TypeError, ValueError):  # a handle object (the emulator's, a test's)
+        return id(handle)
 
 
 def set_current_stream(stream) -> None:

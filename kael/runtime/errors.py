@@ -32,6 +32,11 @@ class NotImplementedError(Error, builtins.NotImplementedError):
     """An op kael (like PyTorch) has no kernel for at this dtype or in this form."""
 
 
+class OutOfMemoryError(Error):
+    """A device (or the host) that cannot give the bytes asked for, even after the caching
+    allocator freed its cache and asked again (torch.OutOfMemoryError)."""
+
+
 class LinAlgError(Error):
     """A linear-algebra input the algorithm cannot factor: singular, not positive-definite,
     or an iteration that did not converge (torch.linalg.LinAlgError)."""

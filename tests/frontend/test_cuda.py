@@ -554,15 +554,14 @@ def small_device(monkeypatch):
 def test_more_than_the_device_holds_is_refused_naming_the_bytes():
     # on a GPU too: three times its memory cannot be had even after the cache is freed
     from kael.runtime import cuda_driver
-    from kael.runtime.allocator import EXACT_STEP, block_capacity
 
     asked = 3 * cuda_driver.describe()["memory"] // 4 * 4  # short of its bucket
-    with pytest.raises(kael.Error, match=r"cannot allocate \d+ bytes .* free of") as refused:
+    with pytest.raises(kael.OutOfMemoryError, match=r"free of \d+") as refused:
         kael.empty(asked // 4, dtype=kael.float32, device=DEVICE)
-    # the bytes named: what was asked, in the steps a block past its bucket takes (the
-    # power-of-two bucket was tried first, and the cache freed)
+    # the bytes named: what was asked (the power-of-two bucket and a block of the request's
+    # own 2 MiB steps were tried first, the cache freed), not a block size
     named = int(re.search(r"cannot allocate (\d+) bytes", str(refused.value)).group(1))
-    assert named == -(-asked // EXACT_STEP) * EXACT_STEP < block_capacity(asked)
+    assert named == asked and kael.cuda.OutOfMemoryError is kael.OutOfMemoryError
     assert (kael.ones(8, device=DEVICE) + 1).sum().item() == 16.0  # the device still works
 
 
@@ -580,11 +579,41 @@ def test_a_tensor_its_power_of_two_block_does_not_fit_takes_its_own_bytes(small_
 
 
 def test_out_of_device_memory_names_the_bytes_asked_for_and_free(small_device):
-    small_device(1 << 20)
-    with pytest.raises(
-        kael.Error, match=r"CUDA_ERROR_OUT_OF_MEMORY .*: cannot allocate \d+ bytes .* free of"
-    ):
-        kael.empty(1 << 20, device=DEVICE)
+    small_device(3 << 20)
+    held = kael.ones(1 << 18, device=DEVICE)  # 1 MiB in use
+    cached = kael.ones(1 << 19, device=DEVICE)
+    del cached  # 2 MiB cached: freed before the last try, so it counts as free
+    asked = 3 << 20
+    with pytest.raises(kael.OutOfMemoryError) as refused:
+        kael.empty(asked // 4, device=DEVICE)
+    free = kael.cuda.mem_get_info()[0]
+    message = str(refused.value)
+    assert message.startswith(f"CUDA out of memory: cannot allocate {asked} bytes (0.00 GiB);")
+    assert f"the device has {free} bytes" in message and free == 2 << 20
+    assert f"kael's tensors hold {kael.cuda.memory_allocated()} bytes" in message
+    assert kael.memory_stats("cuda")["cached_bytes"] == 0 and held.sum().item() == 1 << 18
+
+
+def test_a_block_read_on_one_stream_is_not_reused_on_another(monkeypatch):
+    """x made on the null stream, read on s1 (unmarked), freed: s2's allocation must not get
+    its block while s1 may still run (events that never finish stand for a busy GPU); the
+    null stream, which waits for every stream, may; a side stream reuses its own blocks."""
+    from kael.runtime import cuda_driver
+
+    monkeypatch.setattr(cuda_driver, "event_query", lambda event: False)
+    s1, s2 = kael.cuda.Stream(), kael.cuda.Stream()
+    x = kael.ones(300, device=DEVICE)
+    block = x.data_ptr()
+    with kael.cuda.stream(s1):
+        y = x * 3
+    del x
+    with kael.cuda.stream(s2):
+        z = kael.zeros(300, device=DEVICE)
+        assert z.data_ptr() != block
+        own = z.data_ptr()
+        del z
+        assert kael.ones(300, device=DEVICE).data_ptr() == own
+    assert kael.zeros(300, device=DEVICE).data_ptr() == block and y.sum().item() == 900
 
 
 def test_work_on_a_stream_gives_the_same_results_and_the_stream_is_current_inside():

@@ -1,5 +1,7 @@
 """The CUDA allocator never hands a block to other work while a stream other than the null
-one may still use it: such a block waits for an event on each of its streams."""
+one may still use it: a block belongs to the stream it was made on (the null stream's may be
+read by any stream, so only the null stream, which waits for them all, gets it again), and a
+block marked for other streams waits for an event on each."""
 
 import pytest
 
@@ -54,19 +56,73 @@ def test_a_null_stream_block_is_reused_at_once(device):
     assert allocator.allocate(CAP) == ptr
 
 
-def test_a_streams_block_waits_for_its_event_before_reuse(device):
+def test_a_side_streams_block_goes_back_to_that_stream_alone(device):
     allocator, streams, _ = device
     streams.current = "s1"
     ptr = allocator.allocate(CAP)
+    allocator.release(ptr, CAP)  # s1's work after this is queued after its last kernels
+    assert streams.recorded == [] and allocator.pending_bytes() == 0
+    assert allocator.stats()["cached_bytes"] == CAP
+    streams.current = "s2"
+    assert allocator.allocate(CAP) != ptr
+    streams.current = None
+    assert allocator.allocate(CAP) != ptr
+    streams.current = "s1"
+    assert allocator.allocate(CAP) == ptr and allocator.stats()["cached_bytes"] == 0
+
+
+def test_a_null_stream_block_is_not_given_to_a_side_stream(device):
+    # s1 may still read it (unmarked): only the null stream, which waits for s1, may reuse it
+    allocator, streams, _ = device
+    ptr = allocator.allocate(CAP)
     allocator.release(ptr, CAP)
-    assert streams.recorded == [(1, "s1")] and allocator.pending_bytes() == CAP
-    other = allocator.allocate(CAP)  # s1 may still use ptr: a new block
-    assert other != ptr and allocator.pending_bytes() == CAP
+    streams.current = "s2"
+    other = allocator.allocate(CAP)
+    assert other != ptr
+    streams.current = None
+    assert allocator.allocate(CAP) == ptr
+
+
+def test_a_marked_side_stream_block_waits_then_goes_to_its_own_stream(device):
+    allocator, streams, _ = device
+    streams.current = "s1"
+    ptr = allocator.allocate(CAP)
+    allocator.record_stream(ptr, "s3")
+    allocator.release(ptr, CAP)
+    assert streams.recorded == [(1, "s3")] and allocator.pending_bytes() == CAP
+    assert allocator.allocate(CAP) != ptr  # s3 may still use it
     streams.done.add(1)
-    allocator.release(other, CAP)  # other was made under s1 too: pending on its own event
-    streams.done.add(2)
-    assert allocator.allocate(CAP) in (ptr, other) and allocator.pending_bytes() == 0
-    assert sorted(streams.destroyed) == [1, 2]
+    streams.current = "s3"
+    assert allocator.allocate(CAP) != ptr and allocator.pending_bytes() == 0
+    streams.current = "s1"
+    assert allocator.allocate(CAP) == ptr and streams.destroyed == [1]
+
+
+def test_side_stream_pools_count_in_the_cap_and_empty_cache_frees_them(device, monkeypatch):
+    allocator, streams, freed = device
+    monkeypatch.setattr(allocator_module, "MAX_CACHED_BYTES", 2 * CAP)
+    streams.current = "s1"
+    blocks = [allocator.allocate(CAP) for _ in range(3)]
+    for ptr in blocks:
+        allocator.release(ptr, CAP)
+    assert freed == blocks[2:] and allocator.stats()["cached_bytes"] == 2 * CAP
+    assert allocator.empty_cache() == 2 * CAP and sorted(freed) == sorted(blocks)
+    assert allocator.stats()["reserved_bytes"] == allocator.stats()["cached_bytes"] == 0
+
+
+def test_peaks_hold_the_most_in_use_and_reserved_until_reset(device):
+    allocator, _, _ = device
+    first = allocator.allocate(CAP)
+    second = allocator.allocate(2 * CAP)
+    allocator.release(second, 2 * CAP)
+    stats = allocator.stats()
+    assert stats["peak_in_use_bytes"] == 3 * CAP and stats["in_use_bytes"] == CAP
+    assert stats["peak_reserved_bytes"] == stats["reserved_bytes"] == 3 * CAP
+    allocator.empty_cache()
+    allocator.reset_peaks()
+    stats = allocator.stats()
+    assert stats["peak_in_use_bytes"] == stats["peak_reserved_bytes"] == CAP
+    allocator.release(first, CAP)
 
 
 def test_record_stream_adds_a_stream_to_wait_for(device):
@@ -82,6 +138,7 @@ def test_empty_cache_waits_for_pending_blocks_and_frees_them(device):
     allocator, streams, freed = device
     streams.current = "s1"
     ptr = allocator.allocate(CAP)
+    allocator.record_stream(ptr, "s2")
     allocator.release(ptr, CAP)
     assert allocator.empty_cache() == CAP
     assert streams.waited == [1] and freed == [ptr] and allocator.pending_bytes() == 0
@@ -115,7 +172,7 @@ def small_device(monkeypatch):
 
     def alloc(nbytes: int) -> int:
         if state["used"] + nbytes > 12 * MiB:
-            raise allocator_module.Error(f"cannot allocate {nbytes} bytes")
+            raise allocator_module.OutOfMemoryError(f"cannot allocate {nbytes} bytes")
         state["next"] += nbytes
         state["used"] += nbytes
         state["sizes"][state["next"]] = nbytes
@@ -126,6 +183,7 @@ def small_device(monkeypatch):
         state["freed"].append(ptr)
 
     FakeStreams(monkeypatch)
+    monkeypatch.setattr(cuda_driver, "mem_info", lambda: (12 * MiB - state["used"], 12 * MiB))
     return allocator_module.DeviceAllocator("fake-cuda", alloc, free), state
 
 
@@ -152,12 +210,27 @@ def test_a_bucket_that_fits_is_still_the_bucket(small_device):
     assert state["freed"] and state["sizes"][ptr] == 12 * MiB
 
 
-def test_more_than_the_device_has_is_still_refused_naming_its_own_bytes(small_device):
+def test_more_than_the_device_has_is_refused_naming_the_request_and_free_bytes(small_device):
     allocator, _ = small_device
-    with pytest.raises(allocator_module.Error, match=f"cannot allocate {14 * MiB} bytes"):
+    held = allocator.allocate(1 * MiB)
+    message = f"cannot allocate {13 * MiB + 5} bytes .* has {11 * MiB} bytes .* hold {MiB} bytes"
+    with pytest.raises(allocator_module.OutOfMemoryError, match=message):
         allocator.allocate(16 * MiB, 13 * MiB + 5)
-    with pytest.raises(allocator_module.Error, match=f"cannot allocate {16 * MiB} bytes"):
-        allocator.allocate(16 * MiB)  # the size unknown: only the bucket can be asked for
+    with pytest.raises(allocator_module.OutOfMemoryError, match=f"allocate {16 * MiB} bytes"):
+        allocator.allocate(16 * MiB)  # the size unknown: only the bucket can be named
+    allocator.release(held, MiB)
+
+
+def test_another_driver_error_is_not_taken_for_out_of_memory(small_device, monkeypatch):
+    allocator, _ = small_device
+
+    def broken(nbytes: int) -> int:
+        raise allocator_module.Error("cuMemAlloc failed: CUDA_ERROR_ILLEGAL_ADDRESS")
+
+    monkeypatch.setattr(allocator, "_system_alloc", broken)
+    with pytest.raises(allocator_module.Error, match="ILLEGAL_ADDRESS") as raised:
+        allocator.allocate(16 * MiB, 9 * MiB)
+    assert not isinstance(raised.value, allocator_module.OutOfMemoryError)
 
 
 def test_an_own_size_block_waits_for_its_streams_before_it_is_freed(small_device):
