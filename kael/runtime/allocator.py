@@ -377,27 +377,28 @@ class DeviceAllocator(CachingAllocator):
             self._pending.append((ptr, capacity, events))
 
     def _collect(self, wait: bool) -> None:
-        """Cache the pending blocks whose streams are done (all of them, waiting, if `wait`)."""
+        """Cache the pending blocks whose streams are done, oldest first, up to the first
+        that is not (all of them, waiting, if `wait`): work finishes about in the order it
+        was queued, so a host far ahead of the GPU queries one event an allocation, not
+        every pending block's."""
         with self._lock:
             pending, self._pending = self._pending, []
-        kept = []
         try:
             while pending:
                 ptr, capacity, events = pending[0]
                 if wait:
                     for event in events:
                         cuda_driver.event_synchronize(event)
-                if wait or all(cuda_driver.event_query(event) for event in events):
-                    for event in events:
-                        cuda_driver.event_destroy(event)
-                    self._give_back(ptr, capacity)
-                else:
-                    kept.append(pending[0])
+                elif not all(cuda_driver.event_query(event) for event in events):
+                    break
+                for event in events:
+                    cuda_driver.event_destroy(event)
+                self._give_back(ptr, capacity)
                 pending.pop(0)
         finally:  # a driver error leaves what was not collected pending, not lost
-            if kept or pending:
+            if pending:
                 with self._lock:
-                    self._pending.extend(kept + pending)
+                    self._pending[:0] = pending
 
     def _give_back(self, ptr: int, capacity: int) -> None:
         """A block no other stream uses any more: to its stream's pool (the shared lists for

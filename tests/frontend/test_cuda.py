@@ -594,6 +594,25 @@ def test_out_of_device_memory_names_the_bytes_asked_for_and_free(small_device):
     assert kael.memory_stats("cuda")["cached_bytes"] == 0 and held.sum().item() == 1 << 18
 
 
+def test_kernel_arguments_reach_the_device_without_waiting_for_queued_work(monkeypatch):
+    """The argument words of hand-written kernels (reductions, scans, index walks) are copied
+    from a pinned block on the current stream: the blocking copy from pageable memory, which
+    waits for every queued kernel, is never used, and the pinned block waits for its copy."""
+    from kael.runtime import cuda_driver
+    from kael.runtime.allocator import PINNED
+
+    def blocking(*args):
+        raise AssertionError("a blocking host-to-device copy")
+
+    monkeypatch.setattr(cuda_driver, "memcpy_htod", blocking)
+    monkeypatch.setattr(cuda_driver, "event_query", lambda event: False)  # copies still queued
+    x = kael.arange(1000, dtype=kael.float32, device=DEVICE)
+    got = (x.sum(), x.cumsum(0)[-1], x[kael.arange(3, 1000, 996, device=DEVICE)].sum())
+    assert PINNED.pending_bytes() > 0  # each staging block waits for its copy's event
+    monkeypatch.undo()
+    assert [float(v.item()) for v in got] == [499500.0, 499500.0, 1002.0]
+
+
 def test_a_block_read_on_one_stream_is_not_reused_on_another(monkeypatch):
     """x made on the null stream, read on s1 (unmarked), freed: s2's allocation must not get
     its block while s1 may still run (events that never finish stand for a busy GPU); the

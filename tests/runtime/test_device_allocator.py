@@ -134,6 +134,21 @@ def test_record_stream_adds_a_stream_to_wait_for(device):
     assert streams.recorded == [(1, "s2")] and allocator.pending_bytes() == CAP
 
 
+def test_pending_blocks_are_collected_oldest_first_up_to_one_not_done(device):
+    # one event query an allocation, not one per pending block, while the GPU lags behind
+    allocator, streams, _ = device
+    first, second = allocator.allocate(CAP), allocator.allocate(CAP)
+    for ptr in (first, second):
+        allocator.record_stream(ptr, "s1")
+        allocator.release(ptr, CAP)
+    streams.done.add(2)  # the newer block's event is done, the older one's not
+    third = allocator.allocate(CAP)
+    assert third not in (first, second) and allocator.pending_bytes() == 2 * CAP
+    streams.done.add(1)
+    assert allocator.allocate(CAP) in (first, second) and allocator.pending_bytes() == 0
+    allocator.release(third, CAP)
+
+
 def test_empty_cache_waits_for_pending_blocks_and_frees_them(device):
     allocator, streams, freed = device
     streams.current = "s1"
