@@ -5,12 +5,13 @@ from __future__ import annotations
 import builtins
 import math
 import operator
+import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from kael.frontend import eager, fastpath, indexing, interop, memory_formats, printing, views
-from kael.runtime import cuda_driver, dtypes, user_warning
+from kael.runtime import cuda_driver, dtypes, launches, user_warning
 from kael.runtime.allocator import PINNED
 from kael.runtime.device import CPU, CUDA, Device, parse_device
 from kael.runtime.dtypes import DType, as_dtype, bfloat16, float32, python_dtype
@@ -135,12 +136,19 @@ def transfer_impl(impl: TensorImpl, device: Device, non_blocking: bool = False) 
     nbytes = impl.nbytes()
     if not nbytes:
         return out
-    if non_blocking and device is CUDA and impl.storage.is_pinned:
+    watched = launches.watched()
+    start = time.perf_counter() if watched else 0.0
+    queued = non_blocking and device is CUDA and impl.storage.is_pinned
+    if queued:
         cuda_driver.memcpy_htod_async(out.storage.ptr, impl.data_ptr(), nbytes)
         PINNED.record_stream(impl.storage.ptr, cuda_driver.current_stream())
-        return out
-    memcpy = cuda_driver.memcpy_htod if device is CUDA else cuda_driver.memcpy_dtoh
-    memcpy(out.storage.ptr, impl.data_ptr(), nbytes)
+    else:
+        memcpy = cuda_driver.memcpy_htod if device is CUDA else cuda_driver.memcpy_dtoh
+        memcpy(out.storage.ptr, impl.data_ptr(), nbytes)
+    if watched:  # the copy in the launch record (host time; queued: the time to queue it)
+        symbol = "memcpy_htod" + ("_async" if queued else "") if device is CUDA else "memcpy_dtoh"
+        seconds = time.perf_counter() - start
+        launches.report(launches.Launch(symbol, impl.shape, 1, nbytes, seconds, device="cuda:0"))
     return out
 
 

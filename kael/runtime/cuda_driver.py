@@ -430,7 +430,14 @@ def launch_kernel(
         event_destroy(end)
         launches.report(
             launches.Launch(
-                name or "cuda kernel", None, blocks * threads, moved, seconds, flops, kernel
+                name or "cuda kernel",
+                None,
+                blocks * threads,
+                moved,
+                seconds,
+                flops,
+                kernel,
+                device="cuda:0",
             )
         )
 

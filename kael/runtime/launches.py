@@ -1,6 +1,8 @@
 """The record of kernel launches: what KAEL_DEBUG=1 prints and kael.explain collects.
 
-runtime/launcher.py reports every CPU launch here, IR kernels and hand-written ones alike.
+runtime/launcher.py reports every CPU launch here, IR kernels and hand-written ones alike;
+cuda_driver.launch_kernel every GPU launch, and frontend/tensor.py every copy between the
+host and the GPU (so an op that runs on the host shows its copies there and back).
 """
 
 from __future__ import annotations
@@ -24,6 +26,7 @@ class Launch:
     # hand-written kernels
     kernel: object = field(default=None, repr=False)
     library: object = field(default=None, repr=False)  # a hand-written kernel's module
+    device: str = "cpu"  # where it ran: an op that runs on the host shows its cpu kernels
 
     @property
     def llvm(self) -> str | None:
@@ -41,7 +44,10 @@ class Launch:
     def __str__(self) -> str:
         rate = f"{self.gflops:.2f} GFLOP/s" if self.flops else f"{self.gbps:.2f} GB/s"
         extent = f"items={self.items}" if self.shape is None else f"shape={list(self.shape)}"
-        return f"{self.symbol} {extent} {self.seconds * 1e6:.1f} us {self.bytes_moved} bytes {rate}"
+        return (
+            f"{self.symbol} on {self.device} {extent} {self.seconds * 1e6:.1f} us"
+            f" {self.bytes_moved} bytes {rate}"
+        )
 
 
 # When a list, every launch is appended to it (kael.explain sets it for one call).

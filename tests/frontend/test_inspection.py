@@ -44,8 +44,26 @@ def test_explain_prints_kernel_ir_and_rate(capsys):
     launches = explain(x.T.contiguous)
     out = capsys.readouterr().out
     assert len(launches) == 1
-    assert "kernel 0: kael_copy_float32_to_float32" in out and "GB/s" in out
-    assert "out0 = in0" in out
+    assert "kernel 0: kael_copy_float32_to_float32_" in out and " on cpu shape=[4, 4] " in out
+    assert "out0 = in0" in out and "GB/s" in out
+
+
+@pytest.mark.gpu
+def test_an_op_that_runs_on_the_host_shows_its_copies_and_cpu_kernels():
+    """linalg.det of a cuda matrix runs on the host: the record says so, a copy to the host,
+    kernels on the cpu, a copy back; a device op's kernels run on cuda:0."""
+    a = (kael.eye(3) * 2).cuda()
+    det, made = record_launches(kael.linalg.det, a)
+    assert det.device.type == "cuda" and det.item() == 8.0
+    first, *middle, last = made
+    assert (first.symbol, first.device, first.shape, first.bytes_moved) == (
+        "memcpy_dtoh", "cuda:0", (3, 3), 36,
+    )  # fmt: skip
+    assert (last.symbol, last.device, last.bytes_moved) == ("memcpy_htod", "cuda:0", 4)
+    assert middle and {launch.device for launch in middle} == {"cpu"}
+    assert "memcpy_dtoh on cuda:0 shape=[3, 3]" in str(first)
+    _, made = record_launches(a.sum)
+    assert made and {launch.device for launch in made} == {"cuda:0"}
 
 
 # ---- hand-written kernels go through the same launcher, so they are recorded too ----------

@@ -403,7 +403,7 @@ def test_debug_level_one_reports_each_launch_with_its_rate():
     res = run_python(script, KAEL_DEBUG="1")
     lines = [line for line in res.stderr.splitlines() if "kael_gemm" in line]
     assert any(
-        line.startswith("[kael] launch kael_gemm_pack_b items=") and line.endswith("GB/s")
+        line.startswith("[kael] launch kael_gemm_pack_b on cpu items=") and line.endswith("GB/s")
         for line in lines
     )
     assert any("kael_gemm_macro" in line and line.endswith("GFLOP/s") for line in lines)
