@@ -1,5 +1,5 @@
-"""DLPack both ways for CPU tensors of every kael dtype (bfloat16 included, which NumPy's
-DLPack cannot carry): kael's own DLManagedTensor capsules, no copy either way.
+"""DLPack both ways for CPU and cuda tensors of every kael dtype (bfloat16 included, which
+NumPy's DLPack cannot carry): kael's own DLManagedTensor capsules, no copy either way.
 
 Export: `Tensor.__dlpack__` hands out a "dltensor" capsule over the tensor's bytes; the
 consumer calls its deleter when done, which drops the reference keeping the storage alive
@@ -14,14 +14,14 @@ import atexit
 import ctypes
 
 from kael.codegen.cpu import capsule as capsule_code
-from kael.runtime import dtypes, sync
-from kael.runtime.device import CPU
+from kael.runtime import cuda_driver, dtypes, sync
+from kael.runtime.device import CPU, CUDA, Device
 from kael.runtime.dtypes import DType
 from kael.runtime.errors import TypeError, ValueError
 from kael.runtime.storage import Storage
 from kael.runtime.tensor_impl import TensorImpl
 
-KDL_CPU = 1
+KDL_CPU, KDL_CUDA = 1, 2
 _INT, _UINT, _FLOAT, _BFLOAT, _COMPLEX, _BOOL = 0, 1, 2, 4, 5, 6
 _CODES: dict[DType, int] = {
     dtypes.float32: _FLOAT,
@@ -172,11 +172,15 @@ def _outlive_shutdown(
 atexit.register(_outlive_shutdown)
 
 
+def device_code(device: Device) -> tuple[int, int]:
+    """A kael device as DLPack's (device type, id): (1, 0) for the host, (2, 0) for cuda."""
+    return (KDL_CPU, 0) if device is CPU else (KDL_CUDA, device.index or 0)
+
+
 def capsule(impl: TensorImpl, versioned: bool = False) -> object:
-    """A capsule over impl's elements (CPU only) that keeps its storage alive: DLPack 1.0's
-    "dltensor_versioned" (writable) when `versioned`, else the classic "dltensor"."""
-    if impl.device is not CPU:
-        raise TypeError(f"DLPack export supports CPU tensors only, got one on {impl.device}")
+    """A capsule over impl's elements (on the host or the GPU) that keeps its storage alive:
+    DLPack 1.0's "dltensor_versioned" (writable) when `versioned`, else the classic
+    "dltensor"."""
     impl.storage.exported = True  # a grown storage keeps the block the capsule points at
     rank = len(impl.shape)
     shape = (ctypes.c_int64 * max(rank, 1))(*impl.shape)
@@ -184,7 +188,7 @@ def capsule(impl: TensorImpl, versioned: bool = False) -> object:
     dt = impl.dtype
     tensor = _Tensor(
         impl.data_ptr() or None,
-        _Device(KDL_CPU, 0),
+        _Device(*device_code(impl.device)),
         rank,
         _DataType(_CODES[dt], 8 * dt.itemsize, 1),
         ctypes.cast(shape, ctypes.POINTER(ctypes.c_int64)),
@@ -218,21 +222,32 @@ class _Producer:
             deleter(self.managed)
 
 
-def _check_cpu(device_type: int) -> None:
-    if device_type != KDL_CPU:
-        raise TypeError(
-            f"from_dlpack supports CPU memory only for now, got DLPack device type {device_type}"
-        )
+def _device(device_type: int, device_id: int) -> Device:
+    """The kael device of DLPack memory: the host, or the GPU (device 0, where kael has
+    one); kael.TypeError for any other."""
+    if device_type == KDL_CPU:
+        return CPU
+    if device_type == KDL_CUDA and device_id == 0 and cuda_driver.is_available():
+        return CUDA
+    raise TypeError(
+        "from_dlpack takes host memory, or cuda:0's where kael has a GPU; got DLPack device"
+        f" type {device_type}, id {device_id}"
+    )
 
 
 def to_impl(obj) -> TensorImpl:
-    """A CPU impl over the memory of any DLPack producer, or of a 'dltensor' capsule as
-    torch.utils.dlpack.to_dlpack makes them (no copy), for every kael dtype."""
+    """An impl over the memory of any DLPack producer, or of a 'dltensor' capsule as
+    torch.utils.dlpack.to_dlpack makes them (no copy), for every kael dtype, on the host or
+    the GPU. A GPU producer is asked to order its work before this thread's current stream
+    (1: the null stream, DLPack's number for it)."""
     if type(obj).__name__ == "PyCapsule":
         cap = obj
     elif hasattr(obj, "__dlpack__"):
-        _check_cpu(obj.__dlpack_device__()[0])
-        cap = obj.__dlpack__()
+        device = _device(*obj.__dlpack_device__())
+        if device is CPU:
+            cap = obj.__dlpack__()
+        else:
+            cap = obj.__dlpack__(stream=cuda_driver.stream_key(cuda_driver.current_stream()) or 1)
     else:
         raise TypeError(
             "from_dlpack expects an object with __dlpack__ or a DLPack capsule, got"
@@ -242,7 +257,7 @@ def to_impl(obj) -> TensorImpl:
         raise ValueError("from_dlpack expects an unconsumed 'dltensor' capsule")
     managed = ctypes.cast(_api.PyCapsule_GetPointer(cap, _NAME), ctypes.POINTER(_Managed))
     t = managed.contents.dl_tensor
-    _check_cpu(t.device.device_type)  # before taking ownership: a refused capsule stays whole
+    device = _device(t.device.device_type, t.device.device_id)  # a refused capsule stays whole
     _api.PyCapsule_SetName(cap, _USED)  # consumed: its deleter is kael's to call now
     owner = _Producer(managed)
     dtype = _DTYPES.get((t.dtype.code, t.dtype.bits))
@@ -264,5 +279,5 @@ def to_impl(obj) -> TensorImpl:
         raise ValueError(f"from_dlpack: negative strides {strides} are not supported")
     extent = 0 if 0 in shape else 1 + sum((n - 1) * s for n, s in zip(shape, strides))
     address = (t.data or 0) + t.byte_offset
-    storage = Storage.external(address, extent * dtype.itemsize, owner, CPU)
-    return TensorImpl(storage, shape, strides, 0, dtype, CPU)
+    storage = Storage.external(address, extent * dtype.itemsize, owner, device)
+    return TensorImpl(storage, shape, strides, 0, dtype, device)

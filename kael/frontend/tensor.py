@@ -787,22 +787,30 @@ class Tensor:
         return array.copy() if copy else array
 
     def __dlpack__(self, *, stream=None, max_version=None, dl_device=None, copy=None):
-        """A DLPack capsule over this CPU tensor's bytes (every dtype, bfloat16 included):
+        """A DLPack capsule over this tensor's bytes (every dtype, bfloat16 included):
         DLPack 1.0's versioned one when `max_version` allows, else the classic one;
-        `copy=True` exports a copy."""
+        `copy=True` exports a copy. On the GPU, the work queued on the current stream is
+        finished first unless `stream` is -1 (the consumer's stream may then read at once)."""
         from kael.frontend import dlpack  # it imports the runtime only; this module is above
 
         _needs_values("exporting a tensor through DLPack")
-        if dl_device is not None and tuple(dl_device) != (1, 0):
-            raise BufferError(f"kael exports CPU tensors only, got dl_device {dl_device}")
-        if stream is not None and stream != -1:
+        impl = self._impl
+        own = dlpack.device_code(impl.device)
+        if dl_device is not None and tuple(dl_device) != own:
+            raise BufferError(f"this tensor is on {impl.device} {own}, got dl_device {dl_device}")
+        if impl.device is CPU and stream is not None and stream != -1:
             raise BufferError("a CPU tensor has no stream to synchronize with")
         versioned = max_version is not None and tuple(max_version)[0] >= 1
-        return dlpack.capsule(self.clone()._impl if copy else self._impl, versioned)
+        made = dlpack.capsule(self.clone()._impl if copy else impl, versioned)
+        if impl.device is not CPU and stream != -1:
+            cuda_driver.stream_synchronize(cuda_driver.current_stream())
+        return made
 
     def __dlpack_device__(self) -> tuple[int, int]:
-        device = self._impl.device
-        return (1, 0) if device is CPU else (2, device.index)  # kDLCPU, kDLCUDA
+        """DLPack's (device type, id) of this tensor: (1, 0) on the host, (2, 0) on cuda."""
+        from kael.frontend import dlpack
+
+        return dlpack.device_code(self._impl.device)
 
     def __len__(self) -> int:
         if not self._impl.shape:

@@ -334,12 +334,34 @@ def test_dlpack_import_calls_the_producers_deleter_when_done():
 
 def test_dlpack_export_refuses_another_device_or_a_stream():
     k = kael.arange(3)
-    with pytest.raises(BufferError, match="CPU tensors only"):
+    with pytest.raises(BufferError, match=r"on cpu \(1, 0\), got dl_device \(2, 0\)"):
         k.__dlpack__(dl_device=(2, 0))
     with pytest.raises(BufferError, match="no stream"):
         k.__dlpack__(stream=1)
     copied = torch.from_dlpack(k.__dlpack__(copy=True))
     assert copied.data_ptr() != k.data_ptr() and copied.tolist() == [0, 1, 2]
+
+
+def test_a_cuda_capsule_without_a_gpu_is_refused_naming_its_device():
+    if kael.cuda.is_available():
+        return  # test_gpu_dlpack_shares_cuda_memory_both_ways imports it
+    made = _fake_cuda_tensor().__dlpack__(stream=-1)  # -1: no stream to wait for
+    with pytest.raises(kael.TypeError, match="where kael has a GPU; got DLPack device type 2"):
+        kael.from_dlpack(made)
+
+
+@pytest.mark.gpu
+def test_gpu_dlpack_shares_cuda_memory_both_ways():
+    t = kael.arange(6.0, device="cuda")
+    for shared in (kael.from_dlpack(t), kael.from_dlpack(kael.utils.dlpack.to_dlpack(t))):
+        assert shared.device == t.device and shared.data_ptr() == t.data_ptr()
+    shared[0] = 7.0
+    assert t[0].item() == 7.0 and t.__dlpack_device__() == (2, 0)
+    with pytest.raises(BufferError, match=r"on cuda:0 \(2, 0\), got dl_device \(1, 0\)"):
+        t.__dlpack__(dl_device=(1, 0))
+    s = kael.cuda.Stream()
+    with kael.cuda.stream(s):
+        assert kael.from_dlpack(t * 2)[0].item() == 14.0  # t * 2 queued on s, finished first
 
 
 def test_as_tensor_shares_a_torch_tensors_memory_and_tensor_copies_it():
