@@ -21,6 +21,7 @@ from kael import (
     special,
     testing,
     utils,
+    version,
 )
 from kael.frontend import autocast as _autocast
 from kael.frontend import complex as _complex
