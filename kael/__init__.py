@@ -254,6 +254,7 @@ __all__ = [
     "backends",
     "random",
     "utils",
+    "version",
     "dtype",
     "device",
     "memory_format",

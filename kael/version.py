@@ -9,7 +9,8 @@ import importlib.metadata
 
 from kael.runtime.version import __version__
 
-__all__ = ["__version__", "cuda", "debug", "git_version", "hip", "rocm", "xpu"]
+# cuda comes from __getattr__: reading the installed version takes ~20 ms, not paid at import
+__all__ = ["__version__", "cuda", "debug", "git_version", "hip", "rocm", "xpu"]  # noqa: F822
 
 git_version = __version__  # kael is built from its release, not from a git checkout
 debug = False
