@@ -28,7 +28,7 @@ from kael.ir.kernel import BCAST, CONTIG, Kernel
 from kael.ir.ops import FAULTS, FLAG
 from kael.ir.reduction import ARG_OPS, ROWS, ReducePlan, Reduction, plan_reduction
 from kael.ir.scheduler import schedule_elementwise, schedule_reduction
-from kael.runtime import cuda_driver, debug, launches, sync
+from kael.runtime import cuda_driver, debug, launches, staging, sync
 from kael.runtime.convert import CHECKED, convert_scalar, to_float32, to_half_precision
 from kael.runtime.device import CPU
 from kael.runtime.dtypes import (
@@ -374,7 +374,7 @@ def _scalar_on(t: TensorImpl, device) -> TensorImpl:
         trace.host_read(f"a CPU scalar operand of a kernel on {device}")
     size = t.dtype.itemsize
     storage = Storage(size, device)
-    cuda_driver.memcpy_htod(storage.ptr, t.data_ptr(), size)
+    staging.copy_to_device(storage.ptr, t.data_ptr(), size)
     return TensorImpl(storage, t.shape, (0,) * len(t.shape), 0, t.dtype, device)
 
 
@@ -408,7 +408,7 @@ class _ErrorWord:
         self.storage = None
         if device is not CPU:
             self.storage = Storage(8, device)
-            cuda_driver.memcpy_htod(self.storage.ptr, ctypes.addressof(self.cell), 8)
+            staging.copy_to_device(self.storage.ptr, ctypes.addressof(self.cell), 8)
 
     @property
     def address(self) -> int:

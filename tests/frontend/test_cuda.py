@@ -608,9 +608,12 @@ def test_kernel_arguments_reach_the_device_without_waiting_for_queued_work(monke
     monkeypatch.setattr(cuda_driver, "event_query", lambda event: False)  # copies still queued
     x = kael.arange(1000, dtype=kael.float32, device=DEVICE)
     got = (x.sum(), x.cumsum(0)[-1], x[kael.arange(3, 1000, 996, device=DEVICE)].sum())
+    scaled = x * kael.tensor(2.0)  # a CPU scalar operand, staged
+    halves = kael.arange(4, device=DEVICE) // 2  # integer division: an error word, staged
     assert PINNED.pending_bytes() > 0  # each staging block waits for its copy's event
     monkeypatch.undo()
     assert [float(v.item()) for v in got] == [499500.0, 499500.0, 1002.0]
+    assert scaled[-1].item() == 1998.0 and halves.tolist() == [0, 0, 1, 1]
 
 
 def test_a_block_read_on_one_stream_is_not_reused_on_another(monkeypatch):

@@ -19,8 +19,8 @@ from llvmlite import ir
 from kael.codegen.lowering import i64
 from kael.codegen.ptx import compiler
 from kael.codegen.ptx.kernel import DATA_LAYOUT, TRIPLE, sreg
-from kael.runtime import cuda_driver, kernel_cache
-from kael.runtime.allocator import PINNED, allocator_for, block_capacity
+from kael.runtime import cuda_driver, kernel_cache, staging
+from kael.runtime.allocator import allocator_for, block_capacity
 from kael.runtime.device import CUDA
 
 THREADS = 256
@@ -96,19 +96,12 @@ class DeviceRunner:
         self._allocator = allocator_for(CUDA)
 
     def scratch(self, values: Sequence[int]) -> int:
-        """Device memory holding `values` as int64; its address. The words go through a
-        pinned block copied on the current stream, so the host waits for no queued work (a
-        copy from pageable memory would wait for the whole queue); the pinned block is
-        reused only once its copy is done (PINNED's stream marks)."""
+        """Device memory holding `values` as int64; its address. The words are copied on the
+        current stream without waiting for the work queued on it (runtime/staging.py)."""
         ptr = self.scratch_bytes(8 * max(1, len(values)))
         if values:
-            nbytes = 8 * len(values)
-            capacity = block_capacity(nbytes)
-            stage = PINNED.allocate(capacity, nbytes)
-            (ctypes.c_int64 * len(values)).from_address(stage)[:] = values
-            cuda_driver.memcpy_htod_async(ptr, stage, nbytes)
-            PINNED.record_stream(stage, cuda_driver.current_stream())
-            PINNED.release(stage, capacity)
+            host = (ctypes.c_int64 * len(values))(*values)
+            staging.copy_to_device(ptr, ctypes.addressof(host), 8 * len(values))
         return ptr
 
     def space(self, count: int) -> int:
