@@ -356,11 +356,24 @@ def reset_peak_memory_stats(device=None) -> None:
         _allocator_for(_CUDA).reset_peaks()
 
 
+# torch.cuda.memory_stats' names for the statistics kael keeps under its own
+_TORCH_STATS = {
+    "allocated_bytes.all.current": "in_use_bytes",
+    "allocated_bytes.all.peak": "peak_in_use_bytes",
+    "reserved_bytes.all.current": "reserved_bytes",
+    "reserved_bytes.all.peak": "peak_reserved_bytes",
+}
+
+
 def memory_stats(device=None) -> dict[str, int]:
-    """The GPU allocator's statistics, kael's names (kael.memory_stats("cuda")): bytes in
-    use, cached, reserved and their peaks, hits and misses; {} without a GPU, as torch's."""
+    """The GPU allocator's statistics (kael.memory_stats("cuda")): bytes in use, cached,
+    reserved and their peaks, hits and misses, and the first four again under torch's
+    names ("allocated_bytes.all.peak", ...); {} without a GPU, as torch's."""
     _stat(device, "in_use_bytes", "memory_stats")
-    return _allocator_for(_CUDA).stats() if is_available() else {}
+    if not is_available():
+        return {}
+    stats = _allocator_for(_CUDA).stats()
+    return {**stats, **{theirs: stats[ours] for theirs, ours in _TORCH_STATS.items()}}
 
 
 def memory_summary(device=None, abbreviated: bool = False) -> str:
