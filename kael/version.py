@@ -1,6 +1,7 @@
 """kael.version: torch.version's fields. kael is one build for every machine: `cuda` is the
-CUDA version of the cuda-python bindings it drives a GPU through (None where they are not
-installed), read when first asked; kael has no ROCm, HIP or XPU build and no debug build."""
+CUDA version ("13.4") of the cuda-bindings it drives a GPU through (None where they are not
+installed), read when first asked, whether a GPU is present or not (as a CUDA build of
+torch answers); kael has no ROCm, HIP or XPU build and no debug build."""
 
 from __future__ import annotations
 
@@ -19,10 +20,12 @@ hip = rocm = xpu = None
 
 @functools.cache
 def _cuda() -> str | None:
-    try:
-        return importlib.metadata.version("cuda-python")
-    except importlib.metadata.PackageNotFoundError:
-        return None
+    for package in ("cuda-bindings", "cuda-python"):  # the bindings, or their meta-package
+        try:
+            return ".".join(importlib.metadata.version(package).split(".")[:2])
+        except importlib.metadata.PackageNotFoundError:
+            pass
+    return None
 
 
 def __getattr__(name: str):

@@ -393,7 +393,8 @@ def from_numpy(arr: np.ndarray) -> Tensor:
 
 
 def from_dlpack(obj) -> Tensor:
-    """A CPU tensor over the memory of a DLPack producer (no copy; every kael dtype)."""
+    """A tensor over the memory of a DLPack producer, on the host or cuda:0 (no copy; every
+    kael dtype)."""
     if isinstance(obj, Tensor):
         return obj.detach()
     try:

@@ -89,6 +89,8 @@ def launch_stage(launch: Launch, stage: str) -> str:
         members = [kernel_stage(k, stage) for k in launch.kernel]
         own = launch_stage(dataclasses.replace(launch, kernel=None), stage)
         return "\n".join(members if stage in ("kael", "ptx") else [own, *members])
+    if launch.kind == "copy":
+        return f"({launch.symbol}: a copy between the host and {launch.device}, no kernel)"
     if stage == "llvm" and launch.llvm is not None:
         return launch.llvm
     if stage == "asm" and launch.library is not None:

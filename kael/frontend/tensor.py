@@ -5,13 +5,12 @@ from __future__ import annotations
 import builtins
 import math
 import operator
-import time
 from collections.abc import Callable, Iterator
 
 import numpy as np
 
 from kael.frontend import eager, fastpath, indexing, interop, memory_formats, printing, views
-from kael.runtime import cuda_driver, dtypes, launches, user_warning
+from kael.runtime import cuda_driver, dtypes, user_warning
 from kael.runtime.allocator import PINNED
 from kael.runtime.device import CPU, CUDA, Device, parse_device
 from kael.runtime.dtypes import DType, as_dtype, bfloat16, float32, python_dtype
@@ -136,19 +135,12 @@ def transfer_impl(impl: TensorImpl, device: Device, non_blocking: bool = False) 
     nbytes = impl.nbytes()
     if not nbytes:
         return out
-    watched = launches.watched()
-    start = time.perf_counter() if watched else 0.0
-    queued = non_blocking and device is CUDA and impl.storage.is_pinned
-    if queued:
+    if non_blocking and device is CUDA and impl.storage.is_pinned:
         cuda_driver.memcpy_htod_async(out.storage.ptr, impl.data_ptr(), nbytes)
         PINNED.record_stream(impl.storage.ptr, cuda_driver.current_stream())
-    else:
-        memcpy = cuda_driver.memcpy_htod if device is CUDA else cuda_driver.memcpy_dtoh
-        memcpy(out.storage.ptr, impl.data_ptr(), nbytes)
-    if watched:  # the copy in the launch record (host time; queued: the time to queue it)
-        symbol = "memcpy_htod" + ("_async" if queued else "") if device is CUDA else "memcpy_dtoh"
-        seconds = time.perf_counter() - start
-        launches.report(launches.Launch(symbol, impl.shape, 1, nbytes, seconds, device="cuda:0"))
+        return out
+    memcpy = cuda_driver.memcpy_htod if device is CUDA else cuda_driver.memcpy_dtoh
+    memcpy(out.storage.ptr, impl.data_ptr(), nbytes)
     return out
 
 
@@ -800,6 +792,8 @@ class Tensor:
             raise BufferError(f"this tensor is on {impl.device} {own}, got dl_device {dl_device}")
         if impl.device is CPU and stream is not None and stream != -1:
             raise BufferError("a CPU tensor has no stream to synchronize with")
+        if stream == 0:  # DLPack: 0 is ambiguous for CUDA, 1 is the legacy default stream
+            raise BufferError("stream=0 is not a CUDA stream for DLPack: pass 1 for the null one")
         versioned = max_version is not None and tuple(max_version)[0] >= 1
         made = dlpack.capsule(self.clone()._impl if copy else impl, versioned)
         if impl.device is not CPU and stream != -1:

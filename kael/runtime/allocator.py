@@ -124,7 +124,12 @@ class CachingAllocator:
         with self._lock:
             self._misses += 1
             self._reserved += capacity
+            self._note_peaks()
         return ptr
+
+    def _note_peaks(self) -> None:
+        """Under the lock, after the bytes in use or reserved grew: the device allocator's
+        peaks (the host keeps none: its hits take no lock)."""
 
     def _hit(self, capacity: int) -> int:
         """A cached block of `capacity` bytes, counted as a hit, or 0 (none cached)."""
@@ -287,7 +292,9 @@ class DeviceAllocator(CachingAllocator):
     def __init__(self, name: str, system_alloc, system_free) -> None:
         super().__init__(name, system_alloc, system_free)
         self._streams: dict[int, set] = {}  # block -> the streams record_stream marked
-        self._pending: list[tuple[int, int, list]] = []  # (block, capacity, events)
+        # parked blocks by the streams they wait for (their keys, sorted), oldest first:
+        # (block, capacity, events)
+        self._pending: dict[tuple[int, ...], list[tuple[int, int, list]]] = {}
         self._exact: dict[int, int] = {}  # blocks outside the buckets -> their bytes
         self._home: dict[int, int] = {}  # block -> the key of the side stream it belongs to
         self._pools: dict[tuple[int, int], list[int]] = {}  # (stream key, capacity) -> blocks
@@ -309,27 +316,31 @@ class DeviceAllocator(CachingAllocator):
         key = cuda_driver.stream_key(cuda_driver.current_stream()) if self.pools_per_stream else 0
         try:
             try:
-                ptr = self._stream_allocate(key, capacity) if key else super().allocate(capacity)
+                ptr = self._cached_block(key, capacity) or self._miss(capacity)
             except OutOfMemoryError:
                 ptr = self._allocate_exact(capacity, nbytes)
         except OutOfMemoryError:
             raise self._out_of_memory(nbytes or capacity) from None
-        with self._lock:
-            if key:
+        if key:
+            with self._lock:
                 self._home[ptr] = key
-            self._peak_in_use = max(self._peak_in_use, self._reserved - self._cached)
-            self._peak_reserved = max(self._peak_reserved, self._reserved)
         return ptr
 
-    def _stream_allocate(self, key: int, capacity: int) -> int:
-        """A block of `capacity` bytes for the side stream `key`: from its own pool, else new."""
+    def _cached_block(self, key: int, capacity: int) -> int:
+        """A cached block of `capacity` bytes for stream `key` (0: the null stream's shared
+        lists, else its own pool), counted as a hit; 0 when none is cached."""
         with self._lock:
-            blocks = self._pools.get((key, capacity))
-            if blocks:
-                self._cached -= capacity
-                self._hits += 1
-                return blocks.pop()
-        return self._miss(capacity)
+            blocks = self._pools.get((key, capacity)) if key else self._free.get(capacity)
+            if not blocks:
+                return 0
+            self._cached -= capacity
+            self._hits += 1
+            self._note_peaks()
+            return blocks.pop()
+
+    def _note_peaks(self) -> None:
+        self._peak_in_use = max(self._peak_in_use, self._reserved - self._cached)
+        self._peak_reserved = max(self._peak_reserved, self._reserved)
 
     def _allocate_exact(self, capacity: int, nbytes: int) -> int:
         """A block of `nbytes` rounded up to EXACT_STEP, where that is less than its bucket
@@ -342,6 +353,7 @@ class DeviceAllocator(CachingAllocator):
             self._exact[ptr] = exact
             self._misses += 1
             self._reserved += exact
+            self._note_peaks()
         return ptr
 
     def _out_of_memory(self, nbytes: int) -> OutOfMemoryError:
@@ -357,10 +369,14 @@ class DeviceAllocator(CachingAllocator):
         )
 
     def record_stream(self, ptr: int, stream) -> None:
-        """Mark block `ptr` as used by `stream` (None: the null stream)."""
-        if stream is not None or self.null_stream_needs_mark:
-            with self._lock:
-                self._streams.setdefault(ptr, set()).add(stream or 0)
+        """Mark block `ptr` as used by `stream` (None: the null stream); a mark for the
+        stream a block belongs to changes nothing (its pool is that stream's), as in torch."""
+        if stream is None and not self.null_stream_needs_mark:
+            return
+        with self._lock:
+            if self.pools_per_stream and cuda_driver.stream_key(stream) == self._home.get(ptr):
+                return
+            self._streams.setdefault(ptr, set()).add(stream or 0)
 
     def release(self, ptr: int, capacity: int) -> None:
         with self._lock:
@@ -369,64 +385,100 @@ class DeviceAllocator(CachingAllocator):
             self._give_back(ptr, capacity)
             return
         events = []
-        for stream in streams:
-            event = cuda_driver.event_create()
-            cuda_driver.event_record(event, stream)
-            events.append(event)
+        try:
+            for stream in streams:
+                events.append(cuda_driver.event_create())
+                cuda_driver.event_record(events[-1], stream)
+        except BaseException:  # the block stays out (a stream may use it); the events go
+            for event in events:
+                cuda_driver.event_destroy(event)
+            raise
+        group = tuple(sorted(cuda_driver.stream_key(stream or None) for stream in streams))
         with self._lock:
-            self._pending.append((ptr, capacity, events))
+            self._pending.setdefault(group, []).append((ptr, capacity, events))
 
     def _collect(self, wait: bool) -> None:
-        """Cache the pending blocks whose streams are done, oldest first, up to the first
-        that is not (all of them, waiting, if `wait`): work finishes about in the order it
-        was queued, so a host far ahead of the GPU queries one event an allocation, not
-        every pending block's."""
+        """Cache the parked blocks whose streams are done (all of them, waiting, if `wait`):
+        in each group waiting for the same streams, oldest first up to the first that is not
+        done, as a stream finishes its work in order. A host far ahead of the GPU then
+        queries about one event a group per allocation, and a block waiting for a slow
+        stream holds back no other group's."""
         with self._lock:
-            pending, self._pending = self._pending, []
+            pending, self._pending = self._pending, {}
         try:
-            while pending:
-                ptr, capacity, events = pending[0]
-                if wait:
+            for blocks in pending.values():
+                while blocks:
+                    ptr, capacity, events = blocks[0]
+                    if wait:
+                        for event in events:
+                            cuda_driver.event_synchronize(event)
+                    elif not all(cuda_driver.event_query(event) for event in events):
+                        break
                     for event in events:
-                        cuda_driver.event_synchronize(event)
-                elif not all(cuda_driver.event_query(event) for event in events):
-                    break
-                for event in events:
-                    cuda_driver.event_destroy(event)
-                self._give_back(ptr, capacity)
-                pending.pop(0)
-        finally:  # a driver error leaves what was not collected pending, not lost
-            if pending:
-                with self._lock:
-                    self._pending[:0] = pending
+                        cuda_driver.event_destroy(event)
+                    self._give_back(ptr, capacity)
+                    blocks.pop(0)
+        finally:  # a driver error leaves what was not collected parked, not lost
+            with self._lock:
+                for group, blocks in pending.items():
+                    if blocks:
+                        self._pending.setdefault(group, [])[:0] = blocks
 
     def _give_back(self, ptr: int, capacity: int) -> None:
         """A block no other stream uses any more: to its stream's pool (the shared lists for
         the null stream's), or, for a block of its own size or over the cap, to the device."""
+        pooled, evicted = False, []
         with self._lock:
             exact = self._exact.pop(ptr, 0)
             key = self._home.pop(ptr, 0)
             self._reserved -= exact
-            pooled = not exact and key and self._pool(key, ptr, capacity)
-        if exact or (key and not pooled):
-            self._system_free(ptr)
-        elif not key:
+            if key and not exact:
+                pooled, evicted = self._pool(key, ptr, capacity)
+        if not (exact or key):
             super().release(ptr, capacity)
+            return
+        for block in evicted:  # outside the lock: a device's free may synchronize
+            self._system_free(block)
+        if not pooled:
+            self._system_free(ptr)
 
-    def _pool(self, key: int, ptr: int, capacity: int) -> bool:
-        """Under the lock: cache a side stream's block in its pool (counted), unless caching
-        is off or the cache is full (then counted as freed: the caller frees it)."""
-        if _enabled and self._cached + capacity <= MAX_CACHED_BYTES:
-            self._pools.setdefault((key, capacity), []).append(ptr)
-            self._cached += capacity
-            return True
-        self._reserved -= capacity
-        return False
+    def _pool(self, key: int, ptr: int, capacity: int) -> tuple[bool, list[int]]:
+        """Under the lock: cache a side stream's block in its pool (counted), making room as
+        a shared release does; (whether it did, the cached blocks taken out for room, which
+        the caller frees). Caching off or no room: counted as freed, the caller frees it."""
+        evicted = self._take_larger(capacity, key) if _enabled else []
+        if not _enabled or self._cached + capacity > MAX_CACHED_BYTES:
+            self._reserved -= capacity
+            return False, evicted
+        self._pools.setdefault((key, capacity), []).append(ptr)
+        self._cached += capacity
+        return True, evicted
+
+    def _take_larger(self, capacity: int, key: int = 0) -> list[int]:
+        """CachingAllocator's room-making, then the side pools' blocks, largest first
+        (stream `key`'s own of this capacity aside): blocks a side stream parked count in
+        the cap, and would otherwise leave every later release to the device."""
+        taken = super()._take_larger(capacity)
+        for pool in sorted(self._pools, key=lambda pool: -pool[1]):
+            if self._cached + capacity <= MAX_CACHED_BYTES:
+                break
+            blocks = self._pools[pool]
+            while blocks and pool != (key, capacity):
+                if self._cached + capacity <= MAX_CACHED_BYTES:
+                    break
+                taken.append(blocks.pop())
+                self._cached -= pool[1]
+                self._reserved -= pool[1]
+        return taken
 
     def pending_bytes(self) -> int:
         """Bytes released but not yet reusable: their streams may still use them."""
         with self._lock:
-            return sum(self._exact.get(ptr, capacity) for ptr, capacity, _ in self._pending)
+            return sum(
+                self._exact.get(ptr, capacity)
+                for blocks in self._pending.values()
+                for ptr, capacity, _ in blocks
+            )
 
     def empty_cache(self) -> int:
         self._collect(wait=True)
@@ -466,6 +518,13 @@ class PinnedAllocator(DeviceAllocator):
 
     pools_per_stream = False  # a host allocation is no stream's work
     null_stream_needs_mark = True
+
+    def _out_of_memory(self, nbytes: int) -> OutOfMemoryError:
+        held = self.stats()["in_use_bytes"]
+        return OutOfMemoryError(
+            f"out of page-locked host memory: cannot pin {nbytes} bytes"
+            f" ({cuda_driver.gib(nbytes)}); kael's pinned tensors hold {held} bytes"
+        )
 
 
 def _host_functions() -> tuple[Callable[[int], int], Callable[[int], None]]:

@@ -11,6 +11,7 @@ import ctypes
 import functools
 import os
 import threading
+import time
 
 from kael.runtime import cubin, launches, sync
 from kael.runtime.errors import Error, OutOfMemoryError
@@ -71,7 +72,8 @@ def _call(driver, name: str, result: tuple) -> tuple:
     """Check the CUresult that every driver call returns first; return the other values."""
     err = result[0]
     if err != driver.CUresult.CUDA_SUCCESS:
-        raise Error(f"{name} failed: {_error_text(driver, err)}")
+        kind = OutOfMemoryError if err == driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY else Error
+        raise kind(f"{name} failed: {_error_text(driver, err)}")
     return result[1:]
 
 
@@ -191,6 +193,25 @@ def host_free_pinned(ptr: int) -> None:
     _call(driver, "cuMemFreeHost", driver.cuMemFreeHost(ptr))
 
 
+def _recorded(copy):
+    """A copy between host and device that reports itself as a launch where launches are
+    watched (KAEL_DEBUG, kael.explain): the host's time for it, its bytes, on cuda:0."""
+
+    @functools.wraps(copy)
+    def recorded(dst: int, src: int, nbytes: int) -> None:
+        if not launches.watched():
+            return copy(dst, src, nbytes)
+        start = time.perf_counter()
+        copy(dst, src, nbytes)
+        seconds = time.perf_counter() - start
+        launches.report(
+            launches.Launch(copy.__name__, None, 1, nbytes, seconds, device="cuda:0", kind="copy")
+        )
+
+    return recorded
+
+
+@_recorded
 def memcpy_htod_async(dst: int, src: int, nbytes: int) -> None:
     """Copy from pinned host memory to the device on the current stream, without waiting."""
     driver = require()
@@ -206,6 +227,7 @@ def mem_free(ptr: int) -> None:
     _call(driver, "cuMemFree", driver.cuMemFree(ptr))
 
 
+@_recorded
 def memcpy_htod(dst: int, src: int, nbytes: int) -> None:
     """Copy `nbytes` from host address `src` to device address `dst` on the current stream;
     the host memory may be reused on return (from pinned memory the async copy would not
@@ -219,6 +241,7 @@ def memcpy_htod(dst: int, src: int, nbytes: int) -> None:
         stream_synchronize(stream)
 
 
+@_recorded
 def memcpy_dtoh(dst: int, src: int, nbytes: int) -> None:
     """Copy `nbytes` from device address `src` to host address `dst`, waiting for the current
     stream only (the other streams keep running)."""
@@ -231,6 +254,7 @@ def memcpy_dtoh(dst: int, src: int, nbytes: int) -> None:
     stream_synchronize(stream)
 
 
+@_recorded
 def memcpy_dtod(dst: int, src: int, nbytes: int) -> None:
     """Copy `nbytes` between two device addresses on the current stream."""
     driver = require()

@@ -1,8 +1,8 @@
 """The record of kernel launches: what KAEL_DEBUG=1 prints and kael.explain collects.
 
 runtime/launcher.py reports every CPU launch here, IR kernels and hand-written ones alike;
-cuda_driver.launch_kernel every GPU launch, and frontend/tensor.py every copy between the
-host and the GPU (so an op that runs on the host shows its copies there and back).
+cuda_driver.launch_kernel every GPU launch and every copy between the host and the GPU (so
+an op that runs on the host shows its copies there and back).
 """
 
 from __future__ import annotations
@@ -27,6 +27,7 @@ class Launch:
     kernel: object = field(default=None, repr=False)
     library: object = field(default=None, repr=False)  # a hand-written kernel's module
     device: str = "cpu"  # where it ran: an op that runs on the host shows its cpu kernels
+    kind: str = "kernel"  # or "copy": between the host and the GPU (memcpy_htod, ...)
 
     @property
     def llvm(self) -> str | None:

@@ -359,6 +359,8 @@ def test_gpu_dlpack_shares_cuda_memory_both_ways():
     assert t[0].item() == 7.0 and t.__dlpack_device__() == (2, 0)
     with pytest.raises(BufferError, match=r"on cuda:0 \(2, 0\), got dl_device \(1, 0\)"):
         t.__dlpack__(dl_device=(1, 0))
+    with pytest.raises(BufferError, match="stream=0 is not a CUDA stream for DLPack"):
+        t.__dlpack__(stream=0)
     s = kael.cuda.Stream()
     with kael.cuda.stream(s):
         assert kael.from_dlpack(t * 2)[0].item() == 14.0  # t * 2 queued on s, finished first

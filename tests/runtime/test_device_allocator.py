@@ -49,6 +49,15 @@ def device(monkeypatch):
     return allocator, FakeStreams(monkeypatch), memory["freed"]
 
 
+def _parked(allocator, streams, on, marked) -> int:
+    """A block allocated on stream `on`, marked as used by `marked`, released: parked."""
+    streams.current = on
+    ptr = allocator.allocate(CAP)
+    allocator.record_stream(ptr, marked)
+    allocator.release(ptr, CAP)
+    return ptr
+
+
 def test_a_null_stream_block_is_reused_at_once(device):
     allocator, _, _ = device
     ptr = allocator.allocate(CAP)
@@ -85,10 +94,7 @@ def test_a_null_stream_block_is_not_given_to_a_side_stream(device):
 
 def test_a_marked_side_stream_block_waits_then_goes_to_its_own_stream(device):
     allocator, streams, _ = device
-    streams.current = "s1"
-    ptr = allocator.allocate(CAP)
-    allocator.record_stream(ptr, "s3")
-    allocator.release(ptr, CAP)
+    ptr = _parked(allocator, streams, "s1", "s3")
     assert streams.recorded == [(1, "s3")] and allocator.pending_bytes() == CAP
     assert allocator.allocate(CAP) != ptr  # s3 may still use it
     streams.done.add(1)
@@ -151,10 +157,7 @@ def test_pending_blocks_are_collected_oldest_first_up_to_one_not_done(device):
 
 def test_empty_cache_waits_for_pending_blocks_and_frees_them(device):
     allocator, streams, freed = device
-    streams.current = "s1"
-    ptr = allocator.allocate(CAP)
-    allocator.record_stream(ptr, "s2")
-    allocator.release(ptr, CAP)
+    ptr = _parked(allocator, streams, "s1", "s2")
     assert allocator.empty_cache() == CAP
     assert streams.waited == [1] and freed == [ptr] and allocator.pending_bytes() == 0
 
@@ -256,3 +259,82 @@ def test_an_own_size_block_waits_for_its_streams_before_it_is_freed(small_device
     assert state["freed"] == [] and allocator.pending_bytes() == 10 * MiB
     allocator.empty_cache()  # waits for s1's event, then gives the block back
     assert state["freed"] == [ptr] and allocator.stats()["reserved_bytes"] == 0
+
+
+def test_a_side_streams_parked_blocks_do_not_starve_the_shared_cache(device, monkeypatch):
+    # a side stream's pool at the cap: a null-stream release takes room from it (largest
+    # first) instead of going to the device every time
+    allocator, streams, freed = device
+    monkeypatch.setattr(allocator_module, "MAX_CACHED_BYTES", 4 * CAP)
+    streams.current = "s1"
+    parked = [allocator.allocate(2 * CAP) for _ in range(2)]
+    for ptr in parked:
+        allocator.release(ptr, 2 * CAP)
+    streams.current = None
+    ptr = allocator.allocate(CAP)
+    allocator.release(ptr, CAP)  # evicts one of s1's blocks, then is cached
+    assert len(freed) == 1 and freed[0] in parked
+    misses = allocator.stats()["misses"]
+    for _ in range(10):
+        allocator.release(allocator.allocate(CAP), CAP)
+    assert allocator.stats()["misses"] == misses and len(freed) == 1
+    streams.current = "s1"  # the block s1 kept is still its own
+    assert allocator.allocate(2 * CAP) in parked
+
+
+def test_a_block_waiting_for_a_slow_stream_holds_back_no_other_streams_blocks(device):
+    allocator, streams, _ = device
+    _parked(allocator, streams, None, "slow")  # event 1, never done
+    quick = _parked(allocator, streams, None, "quick")  # event 2
+    streams.done.add(2)
+    assert allocator.allocate(CAP) == quick and allocator.pending_bytes() == CAP
+
+
+def test_a_mark_for_the_blocks_own_stream_changes_nothing(device):
+    allocator, streams, _ = device
+    streams.current = "s1"
+    ptr = allocator.allocate(CAP)
+    allocator.record_stream(ptr, "s1")
+    allocator.release(ptr, CAP)
+    assert streams.recorded == [] and allocator.allocate(CAP) == ptr
+
+
+def test_a_failed_event_leaves_no_event_behind(device, monkeypatch):
+    allocator, streams, _ = device
+    ptr = allocator.allocate(CAP)
+    allocator.record_stream(ptr, "s1")
+
+    def broken(event, stream):
+        raise allocator_module.Error("cuEventRecord failed: CUDA_ERROR_ILLEGAL_ADDRESS")
+
+    monkeypatch.setattr(cuda_driver, "event_record", broken)
+    with pytest.raises(allocator_module.Error, match="ILLEGAL_ADDRESS"):
+        allocator.release(ptr, CAP)
+    assert streams.destroyed == [1] and allocator.pending_bytes() == 0
+
+
+def test_a_pinned_block_its_bucket_cannot_get_gets_its_own_bytes(monkeypatch):
+    FakeStreams(monkeypatch)
+
+    def alloc(nbytes: int) -> int:
+        if nbytes > 6 * MiB:
+            raise allocator_module.OutOfMemoryError("cuMemHostAlloc failed: out of memory")
+        return 1 << 40
+
+    pinned = allocator_module.PinnedAllocator("fake-pinned", alloc, lambda p: None)
+    nbytes = 5 * MiB
+    ptr = pinned.allocate(allocator_module.block_capacity(nbytes), nbytes)
+    assert pinned.stats()["reserved_bytes"] == 6 * MiB and ptr == 1 << 40
+    with pytest.raises(allocator_module.OutOfMemoryError, match="cannot pin 7340033 bytes"):
+        pinned.allocate(allocator_module.block_capacity(7 * MiB + 1), 7 * MiB + 1)
+
+
+def test_a_drivers_out_of_memory_is_out_of_memory_error():
+    from kael.runtime.emulator import driver
+
+    out = driver.CUresult.CUDA_ERROR_OUT_OF_MEMORY
+    with pytest.raises(allocator_module.OutOfMemoryError, match="cuMemHostAlloc failed"):
+        cuda_driver._call(driver, "cuMemHostAlloc", (out, None))
+    with pytest.raises(allocator_module.Error) as other:
+        cuda_driver._call(driver, "cuMemFree", (driver.CUresult.CUDA_ERROR_INVALID_HANDLE,))
+    assert not isinstance(other.value, allocator_module.OutOfMemoryError)
