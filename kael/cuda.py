@@ -14,6 +14,7 @@ from collections.abc import Iterator as _Iterator
 from kael.frontend import autocast as _autocast
 from kael.runtime import cuda_driver as _driver
 from kael.runtime.allocator import allocator_for as _allocator_for
+from kael.runtime.cuda_driver import stream_key as _stream_key
 from kael.runtime.device import CUDA as _CUDA
 from kael.runtime.device import Device as _Device
 from kael.runtime.device import cuda_is_available as is_available
@@ -80,12 +81,10 @@ class Stream:
         self.wait_event(_arg(other, Stream, "wait_stream").record_event())
 
     def __eq__(self, other) -> bool:
-        return isinstance(other, Stream) and _driver.stream_key(
-            other._handle
-        ) == _driver.stream_key(self._handle)
+        return isinstance(other, Stream) and _stream_key(other._handle) == _stream_key(self._handle)
 
     def __hash__(self) -> int:
-        return hash(("stream", _driver.stream_key(self._handle)))
+        return hash(("stream", _stream_key(self._handle)))
 
     def __repr__(self) -> str:
         return (
@@ -319,11 +318,16 @@ def empty_cache() -> None:
         _allocator_for(_CUDA).empty_cache()
 
 
-def _stat(device, name: str, op: str) -> int:
+def _named_device(device, op: str) -> None:
+    """Check that `device` names device 0, the error naming `op` (with or without a GPU)."""
     try:
         _is_device_zero(device)
     except _ValueError as e:
         raise _ValueError(f"{op}(): {e}") from None
+
+
+def _stat(device, name: str, op: str) -> int:
+    _named_device(device, op)
     return _allocator_for(_CUDA).stats()[name] if is_available() else 0
 
 
@@ -351,7 +355,7 @@ def max_memory_reserved(device=None) -> int:
 
 def reset_peak_memory_stats(device=None) -> None:
     """Start max_memory_allocated and max_memory_reserved again from the bytes now."""
-    _stat(device, "peak_in_use_bytes", "reset_peak_memory_stats")
+    _named_device(device, "reset_peak_memory_stats")
     if is_available():
         _allocator_for(_CUDA).reset_peaks()
 
@@ -369,7 +373,7 @@ def memory_stats(device=None) -> dict[str, int]:
     """The GPU allocator's statistics (kael.memory_stats("cuda")): bytes in use, cached,
     reserved and their peaks, hits and misses, and the first four again under torch's
     names ("allocated_bytes.all.peak", ...); {} without a GPU, as torch's."""
-    _stat(device, "in_use_bytes", "memory_stats")
+    _named_device(device, "memory_stats")
     if not is_available():
         return {}
     stats = _allocator_for(_CUDA).stats()
