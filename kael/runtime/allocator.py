@@ -131,9 +131,10 @@ class CachingAllocator:
         """Under the lock, after the bytes in use or reserved grew: the device allocator's
         peaks (the host keeps none: its hits take no lock)."""
 
-    def _hit(self, capacity: int) -> int:
-        """A cached block of `capacity` bytes, counted as a hit, or 0 (none cached)."""
-        blocks = self._free.get(capacity)
+    def _hit(self, capacity: int, blocks: list[int] | None = None) -> int:
+        """A cached block of `capacity` bytes (from `blocks`, else its free list), counted as
+        a hit, or 0 (none cached)."""
+        blocks = self._free.get(capacity) if blocks is None else blocks
         if not blocks:
             return 0
         try:
@@ -330,13 +331,10 @@ class DeviceAllocator(CachingAllocator):
         """A cached block of `capacity` bytes for stream `key` (0: the null stream's shared
         lists, else its own pool), counted as a hit; 0 when none is cached."""
         with self._lock:
-            blocks = self._pools.get((key, capacity)) if key else self._free.get(capacity)
-            if not blocks:
-                return 0
-            self._cached -= capacity
-            self._hits += 1
-            self._note_peaks()
-            return blocks.pop()
+            ptr = self._hit(capacity, self._pools.get((key, capacity), []) if key else None)
+            if ptr:
+                self._note_peaks()
+            return ptr
 
     def _note_peaks(self) -> None:
         self._peak_in_use = max(self._peak_in_use, self._reserved - self._cached)
@@ -459,13 +457,13 @@ class DeviceAllocator(CachingAllocator):
         (stream `key`'s own of this capacity aside): blocks a side stream parked count in
         the cap, and would otherwise leave every later release to the device."""
         taken = super()._take_larger(capacity)
+        if self._cached + capacity <= MAX_CACHED_BYTES:
+            return taken
         for pool in sorted(self._pools, key=lambda pool: -pool[1]):
-            if self._cached + capacity <= MAX_CACHED_BYTES:
-                break
             blocks = self._pools[pool]
             while blocks and pool != (key, capacity):
                 if self._cached + capacity <= MAX_CACHED_BYTES:
-                    break
+                    return taken
                 taken.append(blocks.pop())
                 self._cached -= pool[1]
                 self._reserved -= pool[1]
