@@ -90,7 +90,7 @@ def launch_stage(launch: Launch, stage: str) -> str:
         own = launch_stage(dataclasses.replace(launch, kernel=None), stage)
         return "\n".join(members if stage in ("kael", "ptx") else [own, *members])
     if launch.kind == "copy":
-        return f"({launch.symbol}: a copy between the host and {launch.device}, no kernel)"
+        return f"({launch.symbol}: a memory copy to, from or on {launch.device}, no kernel)"
     if stage == "llvm" and launch.llvm is not None:
         return launch.llvm
     if stage == "asm" and launch.library is not None:

@@ -412,10 +412,10 @@ class DeviceAllocator(CachingAllocator):
                             cuda_driver.event_synchronize(event)
                     elif not all(cuda_driver.event_query(event) for event in events):
                         break
+                    blocks.pop(0)  # before it is given back: a failure there must not park it again
                     for event in events:
                         cuda_driver.event_destroy(event)
                     self._give_back(ptr, capacity)
-                    blocks.pop(0)
         finally:  # a driver error leaves what was not collected parked, not lost
             with self._lock:
                 for group, blocks in pending.items():
@@ -453,20 +453,21 @@ class DeviceAllocator(CachingAllocator):
         return True, evicted
 
     def _take_larger(self, capacity: int, key: int = 0) -> list[int]:
-        """CachingAllocator's room-making, then the side pools' blocks, largest first
-        (stream `key`'s own of this capacity aside): blocks a side stream parked count in
-        the cap, and would otherwise leave every later release to the device."""
+        """CachingAllocator's room-making, then the same over the side pools: their blocks
+        larger than `capacity` (none above the cap), largest first. Blocks a side stream
+        parked count in the cap, and would otherwise leave every later release to the
+        device; smaller ones stay, as in the shared lists (a one-off big block must not
+        push out a working set)."""
         taken = super()._take_larger(capacity)
-        if self._cached + capacity <= MAX_CACHED_BYTES:
-            return taken
-        for pool in sorted(self._pools, key=lambda pool: -pool[1]):
+        larger = [pool for pool in self._pools if capacity < pool[1] <= MAX_CACHED_BYTES]
+        for pool in sorted(larger, key=lambda pool: -pool[1]):
             blocks = self._pools[pool]
-            while blocks and pool != (key, capacity):
-                if self._cached + capacity <= MAX_CACHED_BYTES:
-                    return taken
+            while blocks and self._cached + capacity > MAX_CACHED_BYTES:
                 taken.append(blocks.pop())
                 self._cached -= pool[1]
                 self._reserved -= pool[1]
+            if not blocks:
+                del self._pools[pool]
         return taken
 
     def pending_bytes(self) -> int:

@@ -62,7 +62,7 @@ def test_an_op_that_runs_on_the_host_shows_its_copies_and_cpu_kernels():
     assert str(first).startswith("memcpy_dtoh on cuda:0 items=1 ") and first.kind == "copy"
     assert (
         launch_stage(first, "llvm")
-        == "(memcpy_dtoh: a copy between the host and cuda:0, no kernel)"
+        == "(memcpy_dtoh: a memory copy to, from or on cuda:0, no kernel)"
     )
     _, made = record_launches(a.sum)  # its argument words go up staged: a queued copy
     assert {launch.device for launch in made} == {"cuda:0"}

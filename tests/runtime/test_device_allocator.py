@@ -58,6 +58,15 @@ def _parked(allocator, streams, on, marked) -> int:
     return ptr
 
 
+def _cached_on(allocator, streams, on, count: int, capacity: int = CAP) -> list[int]:
+    """`count` blocks of `capacity` allocated on stream `on`, then all released."""
+    streams.current = on
+    blocks = [allocator.allocate(capacity) for _ in range(count)]
+    for ptr in blocks:
+        allocator.release(ptr, capacity)
+    return blocks
+
+
 def test_a_null_stream_block_is_reused_at_once(device):
     allocator, _, _ = device
     ptr = allocator.allocate(CAP)
@@ -107,10 +116,7 @@ def test_a_marked_side_stream_block_waits_then_goes_to_its_own_stream(device):
 def test_side_stream_pools_count_in_the_cap_and_empty_cache_frees_them(device, monkeypatch):
     allocator, streams, freed = device
     monkeypatch.setattr(allocator_module, "MAX_CACHED_BYTES", 2 * CAP)
-    streams.current = "s1"
-    blocks = [allocator.allocate(CAP) for _ in range(3)]
-    for ptr in blocks:
-        allocator.release(ptr, CAP)
+    blocks = _cached_on(allocator, streams, "s1", 3)
     assert freed == blocks[2:] and allocator.stats()["cached_bytes"] == 2 * CAP
     assert allocator.empty_cache() == 2 * CAP and sorted(freed) == sorted(blocks)
     assert allocator.stats()["reserved_bytes"] == allocator.stats()["cached_bytes"] == 0
@@ -266,10 +272,7 @@ def test_a_side_streams_parked_blocks_do_not_starve_the_shared_cache(device, mon
     # first) instead of going to the device every time
     allocator, streams, freed = device
     monkeypatch.setattr(allocator_module, "MAX_CACHED_BYTES", 4 * CAP)
-    streams.current = "s1"
-    parked = [allocator.allocate(2 * CAP) for _ in range(2)]
-    for ptr in parked:
-        allocator.release(ptr, 2 * CAP)
+    parked = _cached_on(allocator, streams, "s1", 2, 2 * CAP)
     streams.current = None
     ptr = allocator.allocate(CAP)
     allocator.release(ptr, CAP)  # evicts one of s1's blocks, then is cached
@@ -338,3 +341,33 @@ def test_a_drivers_out_of_memory_is_out_of_memory_error():
     with pytest.raises(allocator_module.Error) as other:
         cuda_driver._call(driver, "cuMemFree", (driver.CUresult.CUDA_ERROR_INVALID_HANDLE,))
     assert not isinstance(other.value, allocator_module.OutOfMemoryError)
+
+
+def test_room_is_taken_from_side_pools_only_in_larger_blocks(device, monkeypatch):
+    # a one-off big block must not push out a side stream's working set of smaller ones,
+    # and a block that can never be cached (over the cap) pushes out nothing
+    allocator, streams, freed = device
+    monkeypatch.setattr(allocator_module, "MAX_CACHED_BYTES", 4 * CAP)
+    working = _cached_on(allocator, streams, "s1", 3)
+    scratch = allocator.allocate(2 * CAP)
+    allocator.release(scratch, 2 * CAP)  # no room: freed itself, the working set stays
+    huge = allocator.allocate(8 * CAP)
+    allocator.release(huge, 8 * CAP)
+    assert freed == [scratch, huge] and allocator.stats()["cached_bytes"] == 3 * CAP
+    assert sorted(allocator.allocate(CAP) for _ in range(3)) == sorted(working)
+
+
+def test_a_failure_giving_a_collected_block_back_never_parks_it_again(device, monkeypatch):
+    allocator, streams, _ = device
+    _parked(allocator, streams, "s1", "s2")
+    streams.done.add(1)
+
+    def failing(block: int, capacity: int) -> None:
+        raise allocator_module.Error("cuMemFree failed: CUDA_ERROR_LAUNCH_FAILED")
+
+    monkeypatch.setattr(allocator, "_give_back", failing)
+    with pytest.raises(allocator_module.Error, match="LAUNCH_FAILED"):
+        allocator.allocate(CAP)
+    monkeypatch.undo()  # the next collect finds nothing parked: the block is not cached twice
+    allocator._collect(wait=True)
+    assert allocator.pending_bytes() == 0 and allocator.stats()["cached_bytes"] == 0
