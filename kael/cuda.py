@@ -218,13 +218,18 @@ def _is_device_zero(device) -> bool:
     return True
 
 
-def _one_device(device, op: str) -> None:
-    """Device 0 however named; kael.Error without a GPU, kael.ValueError for another."""
-    _driver.require()
+def _named_device(device, op: str) -> None:
+    """Check that `device` names device 0, the error naming `op` (with or without a GPU)."""
     try:
         _is_device_zero(device)
     except _ValueError as e:
         raise _ValueError(f"{op}(): {e}") from None
+
+
+def _one_device(device, op: str) -> None:
+    """Device 0 however named; kael.Error without a GPU, kael.ValueError for another."""
+    _driver.require()
+    _named_device(device, op)
 
 
 def current_device() -> int:
@@ -316,14 +321,6 @@ def empty_cache() -> None:
     """Free the GPU blocks kael's caching allocator holds (nothing without a GPU)."""
     if is_available():
         _allocator_for(_CUDA).empty_cache()
-
-
-def _named_device(device, op: str) -> None:
-    """Check that `device` names device 0, the error naming `op` (with or without a GPU)."""
-    try:
-        _is_device_zero(device)
-    except _ValueError as e:
-        raise _ValueError(f"{op}(): {e}") from None
 
 
 def _stat(device, name: str, op: str) -> int:

@@ -178,8 +178,11 @@ class CachingAllocator:
         if not cached:
             self._system_free(ptr)
 
-    def _cache(self, ptr: int, capacity: int) -> tuple[bool, list[int]]:
-        """Under the lock: put a released block in its free list (counted) unless caching is
+    def _cache(
+        self, ptr: int, capacity: int, blocks: list[int] | None = None
+    ) -> tuple[bool, list[int]]:
+        """Under the lock: put a released block in its free list (or `blocks`: a device
+        stream's pool), counted, unless caching is
         off, the cache is full or the list cannot grow; (whether it did, the cached blocks
         taken out to make room, which the caller frees once it has left the lock). A full
         cache first gives up cached blocks larger than this one, largest first: a few big
@@ -187,7 +190,7 @@ class CachingAllocator:
         system, its pages faulted in again at each call (16M scatter_reduce after a sort: 30
         -> 39 ms). The cost of the trade: a loop whose blocks together exceed the cap gives
         up its largest one each step instead of its last one."""
-        blocks = self._free.get(capacity)
+        blocks = self._free.get(capacity) if blocks is None else blocks
         if not _enabled or blocks is None:
             return False, []
         evicted = self._take_larger(capacity)
@@ -199,26 +202,36 @@ class CachingAllocator:
             return False, evicted
         self._cached += capacity
         if self._cached > MAX_CACHED_BYTES:  # a lock-free release landed meanwhile
-            evicted += self._taken(capacity, 1)
+            evicted += self._taken(capacity, 1, blocks)
         return True, evicted
 
     def _take_larger(self, capacity: int) -> list[int]:
         """Cached blocks larger than `capacity` (largest first, none above the cap) taken out
         until one of `capacity` fits under the cap, or none is left; counted as freed."""
         taken: list[int] = []
-        for larger in _DESCENDING:
-            if self._cached + capacity <= MAX_CACHED_BYTES or larger <= capacity:
+        if self._cached + capacity <= MAX_CACHED_BYTES:
+            return taken
+        for larger, blocks in self._larger_lists(capacity):
+            over = self._cached + capacity - MAX_CACHED_BYTES
+            if over <= 0:
                 break
-            if larger <= MAX_CACHED_BYTES and self._free[larger]:
-                over = self._cached + capacity - MAX_CACHED_BYTES
-                taken += self._taken(larger, -(-over // larger))
+            taken += self._taken(larger, -(-over // larger), blocks)
         return taken
 
-    def _taken(self, capacity: int, count: int) -> list[int]:
-        """Up to `count` cached blocks of `capacity` popped and counted as freed (a lock-free
-        hit may take some meanwhile)."""
+    def _larger_lists(self, capacity: int):
+        """(capacity, cached blocks) of every non-empty list of blocks larger than
+        `capacity` and no larger than the cap, largest first."""
+        for larger in _DESCENDING:
+            if larger <= capacity:
+                return
+            if larger <= MAX_CACHED_BYTES and self._free[larger]:
+                yield larger, self._free[larger]
+
+    def _taken(self, capacity: int, count: int, blocks: list[int] | None = None) -> list[int]:
+        """Up to `count` cached blocks of `capacity` (from `blocks`, else its free list)
+        popped and counted as freed (a lock-free hit may take some meanwhile)."""
         taken = []
-        blocks = self._free[capacity]
+        blocks = self._free[capacity] if blocks is None else blocks
         for _ in range(count):
             try:
                 taken.append(blocks.pop())
@@ -430,8 +443,11 @@ class DeviceAllocator(CachingAllocator):
             exact = self._exact.pop(ptr, 0)
             key = self._home.pop(ptr, 0)
             self._reserved -= exact
-            if key and not exact:
-                pooled, evicted = self._pool(key, ptr, capacity)
+            if key and not exact:  # to its stream's pool, room made as for the shared lists
+                pool = self._pools.setdefault((key, capacity), [])
+                pooled, evicted = self._cache(ptr, capacity, pool)
+                if not pooled:
+                    self._reserved -= capacity
         if not (exact or key):
             super().release(ptr, capacity)
             return
@@ -440,35 +456,18 @@ class DeviceAllocator(CachingAllocator):
         if not pooled:
             self._system_free(ptr)
 
-    def _pool(self, key: int, ptr: int, capacity: int) -> tuple[bool, list[int]]:
-        """Under the lock: cache a side stream's block in its pool (counted), making room as
-        a shared release does; (whether it did, the cached blocks taken out for room, which
-        the caller frees). Caching off or no room: counted as freed, the caller frees it."""
-        evicted = self._take_larger(capacity, key) if _enabled else []
-        if not _enabled or self._cached + capacity > MAX_CACHED_BYTES:
-            self._reserved -= capacity
-            return False, evicted
-        self._pools.setdefault((key, capacity), []).append(ptr)
-        self._cached += capacity
-        return True, evicted
-
-    def _take_larger(self, capacity: int, key: int = 0) -> list[int]:
-        """CachingAllocator's room-making, then the same over the side pools: their blocks
-        larger than `capacity` (none above the cap), largest first. Blocks a side stream
-        parked count in the cap, and would otherwise leave every later release to the
-        device; smaller ones stay, as in the shared lists (a one-off big block must not
-        push out a working set)."""
-        taken = super()._take_larger(capacity)
-        larger = [pool for pool in self._pools if capacity < pool[1] <= MAX_CACHED_BYTES]
-        for pool in sorted(larger, key=lambda pool: -pool[1]):
-            blocks = self._pools[pool]
-            while blocks and self._cached + capacity > MAX_CACHED_BYTES:
-                taken.append(blocks.pop())
-                self._cached -= pool[1]
-                self._reserved -= pool[1]
-            if not blocks:
-                del self._pools[pool]
-        return taken
+    def _larger_lists(self, capacity: int):
+        """The shared lists' and the side pools' larger blocks, largest first: blocks a side
+        stream parked count in the cap, and would otherwise leave every later release to the
+        device (smaller ones stay, as in the shared lists: a one-off big block must not push
+        out a working set)."""
+        pools = (
+            (pool[1], blocks)
+            for pool, blocks in self._pools.items()
+            if capacity < pool[1] <= MAX_CACHED_BYTES and blocks
+        )
+        lists = [*super()._larger_lists(capacity), *pools]
+        return sorted(lists, key=lambda item: -item[0])
 
     def pending_bytes(self) -> int:
         """Bytes released but not yet reusable: their streams may still use them."""
